@@ -1,0 +1,50 @@
+import { accessDenied } from '../errors.js';
+import type { Caller } from './caller.js';
+import type { PermissionName } from './catalogue.js';
+
+/**
+ * A data object as authorization sees it: its own scope, and the datapool that contains it.
+ * TENANT covers everything; a DATAPOOL covers itself and what it contains; any other scope
+ * covers only itself (a dataset's styles, mappings and pipelines are checked as the dataset).
+ */
+export type ScopedObject =
+  | { scopeType: 'DATAPOOL'; id: string }
+  | { scopeType: 'DATASET' | 'DATASOURCE' | 'DATASTRUCTURE'; id: string; datapoolId: string | null };
+
+export function hasTenantPermission(caller: Caller, permission: PermissionName): boolean {
+  return caller.grants.some((grant) => grant.permission === permission && grant.scopeType === 'TENANT');
+}
+
+/** Tenant-level resources (users, groups, roles, assignments, permissions): 403 without the permission. */
+export function requireTenantPermission(caller: Caller, permission: PermissionName): void {
+  if (!hasTenantPermission(caller, permission)) throw accessDenied(permission);
+}
+
+export function hasPermissionOn(caller: Caller, permission: PermissionName, object: ScopedObject): boolean {
+  const datapoolId = object.scopeType === 'DATAPOOL' ? object.id : object.datapoolId;
+  return caller.grants.some(
+    (grant) =>
+      grant.permission === permission &&
+      (grant.scopeType === 'TENANT' ||
+        (grant.scopeType === object.scopeType && grant.scopeId === object.id) ||
+        (grant.scopeType === 'DATAPOOL' && grant.scopeId === datapoolId)),
+  );
+}
+
+/**
+ * What a list may contain, for the list query to apply in SQL: everything, or the objects whose
+ * own id or whose datapool is among the granted ones.
+ */
+export type ReadableScope = { all: true } | { all: false; ids: string[]; datapoolIds: string[] };
+
+export function readableScope(caller: Caller, permission: PermissionName, scopeType: ScopedObject['scopeType']): ReadableScope {
+  const ids = new Set<string>();
+  const datapoolIds = new Set<string>();
+  for (const grant of caller.grants) {
+    if (grant.permission !== permission) continue;
+    if (grant.scopeType === 'TENANT') return { all: true };
+    if (grant.scopeType === scopeType) ids.add(grant.scopeId);
+    if (grant.scopeType === 'DATAPOOL') datapoolIds.add(grant.scopeId);
+  }
+  return { all: false, ids: [...ids], datapoolIds: [...datapoolIds] };
+}

@@ -1,0 +1,84 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { sql } from 'kysely';
+import type { AppContext } from './context.js';
+import { validatorCompiler } from './http/validation.js';
+import { installProblemHandlers } from './http/problems.js';
+import { authentication } from './http/authentication.js';
+import { idempotency } from './http/idempotency.js';
+import { requestIdOf } from './http/request-id.js';
+import { permissionRoutes } from './modules/permissions/permissions.routes.js';
+
+
+
+
+
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** Fastify options shared by the management API and the data API gateway. */
+export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: FastifyServerOptions['loggerInstance'] | undefined): FastifyServerOptions {
+  return {
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: requestIdOf,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+    ajv: { customOptions: { removeAdditional: false } },
+  };
+}
+
+/** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
+export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext) {
+  app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // Only JSON bodies are accepted; text/plain would otherwise be parsed by Fastify's defaults.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  installProblemHandlers(app);
+  await app.register(authentication, { verifier: ctx.verifier, db: ctx.db });
+}
+
+/** The management API: /v1 resources, OpenAPI, Swagger UI and health. Never listens (tests inject). */
+export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance']): Promise<FastifyInstance> {
+  const app = Fastify(baseServerOptions(ctx, logger)).withTypeProvider<TypeBoxTypeProvider>();
+  await installCommonPlumbing(app, ctx);
+  await app.register(idempotency, { db: ctx.db });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Data Management API',
+        version: '2.0.0',
+        description: 'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
+      },
+      servers: [{ url: ctx.config.api.baseUrl }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ bearerAuth: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'UP' }));
+  app.get('/health/ready', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await sql`select 1`.execute(ctx.db);
+      return { status: 'UP', checks: { database: 'UP' } };
+    } catch {
+      return reply.code(503).send({ status: 'DOWN', checks: { database: 'DOWN' } });
+    }
+  });
+
+  await app.register(async (v1) => {
+    await v1.register(permissionRoutes, { ctx });
+  }, { prefix: '/v1' });
+
+  return app;
+}

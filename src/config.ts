@@ -1,0 +1,100 @@
+import { Type, type Static } from 'typebox';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+
+// ajv-formats ships CommonJS; under NodeNext its default export is the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 });
+const HttpUrl = Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' });
+
+/** The environment the program reads, as the contract lists it. Unknown variables are ignored. */
+const EnvSchema = Type.Object({
+  NODE_ENV: Type.String({ default: 'development' }),
+  HOST: Type.String({ default: '0.0.0.0', minLength: 1 }),
+  PORT: Type.Optional(Port),
+  BASE_URL: Type.Optional(HttpUrl),
+  DATA_PORT: Type.Optional(Port),
+  DATA_API_URL: Type.Optional(HttpUrl),
+  IDP_PORT: Type.Optional(Port),
+  IDP_URL: Type.Optional(HttpUrl),
+  DEV_IDP: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  DEV_IDP_PASSWORD: Type.String({ default: 'dev', minLength: 1 }),
+  DEV_IDP_TTL: Type.Integer({ default: 300, minimum: 10, maximum: 86_400 }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATA_DIR: Type.String({ default: './data', minLength: 1 }),
+  OIDC_ISSUER: Type.Optional(HttpUrl),
+  OIDC_CLIENT_ID: Type.String({ default: 'api-access', minLength: 1 }),
+  BOOTSTRAP_ADMIN_EMAIL: Type.String({ default: 'admin@example.com', format: 'email' }),
+  TENANT_ID: Type.Optional(Type.String({ format: 'uuid' })),
+  TENANT_NAME: Type.String({ default: 'default', minLength: 1, maxLength: 255 }),
+  CORS_ORIGINS: Type.String({ default: '' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' },
+  ),
+});
+type Env = Static<typeof EnvSchema>;
+
+export interface Config {
+  production: boolean;
+  host: string;
+  api: { port: number; baseUrl: string };
+  dataApi: { port: number; baseUrl: string; corsOrigins: string[] };
+  idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
+  database: { url: string | null; dataDir: string };
+  oidc: { issuer: string; clientId: string };
+  bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
+
+/**
+ * Validates the environment once and derives every default that depends on another setting.
+ * Throws ConfigError with one line naming the offending setting.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false, strict: false });
+  addFormats(ajv);
+  const validate = ajv.compile<Env>(EnvSchema);
+  const candidate: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') candidate[key] = value;
+  }
+  if (!validate(candidate)) {
+    const error = validate.errors![0]!;
+    const setting = error.instancePath.replace(/^\//, '') || String(error.params['missingProperty'] ?? '');
+    throw new ConfigError(`Invalid configuration: ${setting} ${error.message} (got ${JSON.stringify(candidate[setting])})`);
+  }
+  const e = candidate as Env;
+  const port = e.PORT ?? 8080;
+  const dataPort = e.DATA_PORT ?? 8081;
+  const idpPort = e.IDP_PORT ?? 8090;
+  const idpUrl = withoutTrailingSlash(e.IDP_URL ?? `http://localhost:${idpPort}`);
+  const production = e.NODE_ENV === 'production';
+  return {
+    production,
+    host: e.HOST,
+    api: { port, baseUrl: withoutTrailingSlash(e.BASE_URL ?? `http://localhost:${port}`) },
+    dataApi: {
+      port: dataPort,
+      baseUrl: withoutTrailingSlash(e.DATA_API_URL ?? `http://localhost:${dataPort}`),
+      corsOrigins: e.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter(Boolean),
+    },
+    idp: {
+      enabled: !production && e.DEV_IDP === 'on',
+      port: idpPort,
+      url: idpUrl,
+      password: e.DEV_IDP_PASSWORD,
+      tokenTtlSeconds: e.DEV_IDP_TTL,
+    },
+    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR },
+    oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: e.OIDC_CLIENT_ID },
+    bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID ?? null, tenantName: e.TENANT_NAME },
+    logLevel: e.LOG_LEVEL,
+  };
+}

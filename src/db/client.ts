@@ -1,0 +1,30 @@
+import { mkdirSync } from 'node:fs';
+import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import type { DB } from './schema.js';
+
+export type Database = Kysely<DB>;
+
+export interface DatabaseTarget {
+  /** A PostgreSQL connection string; null means the embedded PGlite database. */
+  url: string | null;
+  /** Where PGlite keeps its files; null keeps them in memory (tests). */
+  dataDir: string | null;
+  poolSize?: number;
+}
+
+// int8 (count(*)) arrives as a string by default; our counts always fit in a JS number.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function openDatabase(target: DatabaseTarget): Database {
+  if (target.url) {
+    const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10 });
+    return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  }
+  if (target.dataDir) mkdirSync(target.dataDir, { recursive: true });
+  const pglite = new PGlite(target.dataDir ?? undefined, {
+    parsers: { 20: (value: string) => Number(value) },
+  });
+  return new Kysely<DB>({ dialect: new PGliteDialect({ pglite }) });
+}

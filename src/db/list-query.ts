@@ -1,0 +1,56 @@
+import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { ListRequest, SharedListQuery } from '../http/page.js';
+import { splitIds } from '../http/page.js';
+
+/** `%value%` for ILIKE with the caller's `%`, `_` and `\` taken literally. */
+export const containsPattern = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Case-insensitive substring match of any of the columns. */
+export const containsAny = (columns: string[], value: string): Expression<SqlBool> => {
+  const pattern = containsPattern(value);
+  return sql<SqlBool>`(${sql.join(columns.map((c) => sql`${sql.ref(c)} ilike ${pattern}`), sql` or `)})`;
+};
+
+/** Applies the shared filters (ids, created/modified ranges) to a list query on `alias`. */
+export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(qb: QB, alias: string, query: SharedListQuery): QB {
+  let out = qb as SelectQueryBuilder<any, any, any>;
+  const ids = splitIds(query.id);
+  if (ids) out = out.where(sql.ref(`${alias}.id`), 'in', ids);
+  if (query.createdAtFrom) out = out.where(sql.ref(`${alias}.created_at`), '>=', query.createdAtFrom);
+  if (query.createdAtTo) out = out.where(sql.ref(`${alias}.created_at`), '<=', query.createdAtTo);
+  if (query.modifiedAtFrom) out = out.where(sql.ref(`${alias}.modified_at`), '>=', query.modifiedAtFrom);
+  if (query.modifiedAtTo) out = out.where(sql.ref(`${alias}.modified_at`), '<=', query.modifiedAtTo);
+  return out as QB;
+}
+
+/**
+ * Runs one page of a filtered list: the ids in order plus the total, in one query (`count(*)
+ * over ()`), ordered by the requested columns and then by id so pages never repeat or skip.
+ * The caller loads the representations of the returned ids with its own loader.
+ */
+export async function fetchPageIds(
+  qb: SelectQueryBuilder<any, any, any>,
+  alias: string,
+  request: ListRequest,
+  sortColumns: Record<string, string>,
+): Promise<{ ids: string[]; total: number }> {
+  let query = qb.select([sql.ref<string>(`${alias}.id`).as('id'), sql<number>`count(*) over ()`.as('total')]);
+  for (const { property, direction } of request.sort) query = query.orderBy(sql.ref(sortColumns[property]!), direction);
+  query = query.orderBy(sql.ref(`${alias}.id`), 'asc').limit(request.size).offset(request.page * request.size);
+  const rows = (await query.execute()) as { id: string; total: number }[];
+  if (rows.length > 0) return { ids: rows.map((row) => row.id), total: Number(rows[0]!.total) };
+  if (request.page === 0) return { ids: [], total: 0 };
+  // Past the last page there is no row to carry the total; count separately.
+  const counted = (await qb.select(sql<number>`count(*)`.as('total')).executeTakeFirst()) as { total: number } | undefined;
+  return { ids: [], total: Number(counted?.total ?? 0) };
+}
+
+/** Puts loaded representations back into the order of the page's ids. */
+export function inIdOrder<T extends { id: string }>(ids: readonly string[], items: readonly T[]): T[] {
+  const byId = new Map(items.map((item) => [item.id, item]));
+  return ids.map((id) => byId.get(id)).filter((item): item is T => item !== undefined);
+}
+
+/** ISO 8601 text of a timestamp, computed in SQL for values nested in JSON aggregates. */
+export const isoTimestamp = (column: string) =>
+  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

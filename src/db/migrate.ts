@@ -1,0 +1,16 @@
+import { Migrator } from 'kysely/migration';
+import type { Database } from './client.js';
+import { migrations } from './migrations/index.js';
+
+/**
+ * Applies the committed migrations. On PostgreSQL Kysely's migrator holds an advisory lock, so two
+ * processes starting together on one database never both migrate.
+ */
+export async function migrateToLatest(db: Database): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((result) => result.status === 'Error');
+    throw new Error(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${(error as Error).message}`, { cause: error });
+  }
+}

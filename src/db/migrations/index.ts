@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import * as identityAndAccess from './0001_identity_and_access.js';
+
+/**
+ * Every migration, in order. Listed statically (not read from the folder) so that the same list
+ * works from TypeScript sources under tsx and from the compiled dist/ tree.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_identity_and_access': identityAndAccess,
+};

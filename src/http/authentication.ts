@@ -1,0 +1,68 @@
+import fp from 'fastify-plugin';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Database } from '../db/client.js';
+import { loadCaller, type Caller } from '../access/caller.js';
+import { TokenRejectedError, type TokenVerifier } from './token-verifier.js';
+import { AppError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set on every /v1 request that passed the token check. */
+    caller: Caller | null;
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const isApiPath = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
+
+/** The gateway's answer to a rejected token: an HTML page, not a problem object. */
+function rejectToken(reply: FastifyReply, reason: string) {
+  reply.log.info({ reason }, 'token rejected');
+  return reply
+    .code(401)
+    .header('www-authenticate', 'Bearer realm="api", error="invalid_token"')
+    .type('text/html; charset=utf-8')
+    .send('<!DOCTYPE html>\n<html><head><title>401 Unauthorized</title></head>' +
+      '<body><h1>401 Unauthorized</h1><p>A valid bearer token is required.</p></body></html>\n');
+}
+
+/** X-Allowed-Scope-Ids: absent or `*` means no restriction; otherwise a comma-separated list of UUIDs. */
+export function parseAllowedScopeIds(header: string | string[] | undefined): Set<string> | null {
+  const value = (Array.isArray(header) ? header.join(',') : header ?? '').trim();
+  if (value === '' || value === '*') return null;
+  const ids = value.split(',').map((id) => id.trim().toLowerCase()).filter(Boolean);
+  const bad = ids.find((id) => !UUID.test(id) && id !== '*');
+  if (bad !== undefined) {
+    throw new AppError('VALIDATION_FAILED', `X-Allowed-Scope-Ids: "${bad}" is not a UUID`, {
+      fieldErrors: [{ field: 'X-Allowed-Scope-Ids', message: 'must be * or a comma-separated list of UUIDs' }],
+    });
+  }
+  return ids.includes('*') ? null : new Set(ids);
+}
+
+/** Checks the bearer token of every /v1 request and loads the caller it names. */
+export const authentication = fp<{ verifier: TokenVerifier; db: Database }>(async (app, { verifier, db }) => {
+  app.decorateRequest('caller', null);
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!isApiPath(request.url)) return;
+    const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(request.headers.authorization ?? '');
+    if (!match) return rejectToken(reply, 'missing or malformed Authorization header');
+    let token;
+    try {
+      token = await verifier.verify(match[1]!);
+    } catch (error) {
+      if (error instanceof TokenRejectedError) return rejectToken(reply, error.reason);
+      throw error;
+    }
+    const username = typeof token.claims['preferred_username'] === 'string' ? token.claims['preferred_username'] : null;
+    const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
+    request.caller = await loadCaller(db, { subject: token.subject, email: token.email, username }, allowed);
+  });
+}, { name: 'authentication' });
+
+/** The caller of a route under /v1; the authentication hook guarantees it is there. */
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw new AppError('UNAUTHORIZED', 'Authentication required');
+  return request.caller;
+}

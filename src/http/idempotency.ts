@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import fp from 'fastify-plugin';
+import { sql } from 'kysely';
+import type { Database } from '../db/client.js';
+import { AppError } from '../errors.js';
+
+const KEY_LIFETIME = '24 hours';
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
+// Status 0 marks a key whose first request is still running.
+const IN_PROGRESS = 0;
+
+declare module 'fastify' {
+  interface FastifyRequest { idempotencyKey?: string }
+}
+
+/**
+ * Idempotency-Key on POST: the first answer (2xx) is kept for a day per caller and key; a retry
+ * with the same key and body replays it, the same key with another body answers 409. A placeholder
+ * row taken before the handler runs makes a concurrent duplicate wait its turn instead of creating twice.
+ */
+export const idempotency = fp<{ db: Database }>(async (app, { db }) => {
+  app.addHook('preHandler', async (request, reply) => {
+    const key = request.headers['idempotency-key'];
+    if (request.method !== 'POST' || typeof key !== 'string' || !request.caller) return;
+    if (key.length === 0 || key.length > 255) {
+      throw new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 characters', { fieldErrors: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }] });
+    }
+    const caller = request.caller.subject;
+    const requestHash = createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex');
+
+    await db.deleteFrom('idempotency_keys').where('caller', '=', caller).where('key', '=', key)
+      .where('created_at', '<', sql<Date>`now() - ${KEY_LIFETIME}::interval`).execute();
+    const claimed = await db
+      .insertInto('idempotency_keys')
+      .values({ caller, key, method: request.method, path: request.url, request_hash: requestHash, status: IN_PROGRESS, headers: '{}', body: '' })
+      .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
+      .returning('key')
+      .executeTakeFirst();
+    if (claimed) {
+      request.idempotencyKey = key;
+      return;
+    }
+    const first = await db.selectFrom('idempotency_keys').selectAll().where('caller', '=', caller).where('key', '=', key).executeTakeFirst();
+    if (!first) return; // expired and purged between the two statements: run as a new request
+    if (first.request_hash !== requestHash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different request');
+    }
+    if (first.status === IN_PROGRESS) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'A request with this Idempotency-Key is still being processed; retry later');
+    }
+    const headers = typeof first.headers === 'string' ? JSON.parse(first.headers) : first.headers;
+    return reply.code(first.status).headers({ ...headers, 'idempotent-replayed': 'true' }).send(first.body);
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const key = request.idempotencyKey;
+    if (!key || !request.caller) return payload;
+    request.idempotencyKey = undefined;
+    const where = db.deleteFrom('idempotency_keys').where('caller', '=', request.caller.subject).where('key', '=', key);
+    if (reply.statusCode < 200 || reply.statusCode >= 300 || typeof payload !== 'string') {
+      await where.execute(); // a failed attempt may be retried with the same key
+      return payload;
+    }
+    const headers: Record<string, string> = {};
+    for (const name of REPLAYED_HEADERS) {
+      const value = reply.getHeader(name);
+      if (value !== undefined) headers[name] = String(value);
+    }
+    await db.updateTable('idempotency_keys')
+      .set({ status: reply.statusCode, headers: JSON.stringify(headers), body: payload })
+      .where('caller', '=', request.caller.subject).where('key', '=', key)
+      .execute();
+    return payload;
+  });
+}, { name: 'idempotency', dependencies: ['authentication'] });

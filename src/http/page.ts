@@ -1,0 +1,87 @@
+import { Type, type Static, type TSchema } from 'typebox';
+import { validationFailed } from '../errors.js';
+
+export const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+/** One or more UUIDs, comma-separated (the query-string form of an id list). */
+export const UuidList = Type.String({ pattern: `^${UUID_PATTERN}(,${UUID_PATTERN})*$`, description: 'comma-separated UUIDs' });
+export const MAX_PAGE_SIZE = 1000;
+
+/** The query parameters every paginated list takes (the specification's shared list parameters). */
+export const sharedListParameters = {
+  page: Type.Integer({ minimum: 0, default: 0, description: 'zero-based page index' }),
+  size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'page size' }),
+  sort: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]+(,(asc|desc|ASC|DESC|Asc|Desc))?$' }), {
+    description: 'property,(asc|desc); repeatable; default createdAt,DESC',
+  })),
+  id: Type.Optional(Type.Array(UuidList, { description: 'one or more ids, comma-separated' })),
+  createdAtFrom: Type.Optional(Type.String({ format: 'date-time' })),
+  createdAtTo: Type.Optional(Type.String({ format: 'date-time' })),
+  modifiedAtFrom: Type.Optional(Type.String({ format: 'date-time' })),
+  modifiedAtTo: Type.Optional(Type.String({ format: 'date-time' })),
+};
+const SharedListQuery = Type.Object(sharedListParameters);
+export type SharedListQuery = Static<typeof SharedListQuery>;
+
+export interface SortSpec { property: string; direction: 'asc' | 'desc' }
+
+/** Parses `sort=prop,dir` values against the properties a list can sort by (unknown: 400). */
+export function parseSort(values: readonly string[] | undefined, sortable: readonly string[], fallback: SortSpec = { property: 'createdAt', direction: 'desc' }): SortSpec[] {
+  if (!values || values.length === 0) return [fallback];
+  return values.map((value) => {
+    const [property = '', direction = 'asc'] = value.split(',');
+    if (!sortable.includes(property)) {
+      throw validationFailed('sort', `unknown property "${property}"; sortable: ${sortable.join(', ')}`);
+    }
+    return { property, direction: direction.toLowerCase() === 'desc' ? 'desc' : 'asc' };
+  });
+}
+
+/** Splits the (possibly repeated) comma-separated id parameter into ids. */
+export const splitIds = (values: readonly string[] | undefined): string[] | undefined =>
+  values?.flatMap((value) => value.split(',')).map((id) => id.toLowerCase());
+
+export interface ListRequest { page: number; size: number; sort: SortSpec[] }
+
+const SortState = Type.Object({ empty: Type.Boolean(), sorted: Type.Boolean(), unsorted: Type.Boolean() });
+
+/** The Spring-style Page envelope of the specification, field for field. */
+export function PageOf<T extends TSchema>(item: T, name: string) {
+  return Type.Object({
+    content: Type.Array(item),
+    empty: Type.Boolean(),
+    first: Type.Boolean(),
+    last: Type.Boolean(),
+    number: Type.Integer(),
+    numberOfElements: Type.Integer(),
+    size: Type.Integer(),
+    totalElements: Type.Integer(),
+    totalPages: Type.Integer(),
+    sort: SortState,
+    pageable: Type.Object({
+      offset: Type.Integer(),
+      pageNumber: Type.Integer(),
+      pageSize: Type.Integer(),
+      paged: Type.Boolean(),
+      unpaged: Type.Boolean(),
+      sort: SortState,
+    }),
+  }, { title: `PageOf${name}` });
+}
+
+export function pageOf<T>(content: T[], totalElements: number, request: ListRequest) {
+  const totalPages = Math.ceil(totalElements / request.size);
+  const sort = { empty: false, sorted: true, unsorted: false };
+  return {
+    content,
+    empty: content.length === 0,
+    first: request.page === 0,
+    last: request.page >= totalPages - 1,
+    number: request.page,
+    numberOfElements: content.length,
+    size: request.size,
+    totalElements,
+    totalPages,
+    sort,
+    pageable: { offset: request.page * request.size, pageNumber: request.page, pageSize: request.size, paged: true, unpaged: false, sort },
+  };
+}

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, problemOf } from '../errors.js';
+import { isApiPath } from './authentication.js';
+
+const PROBLEM_TYPE = 'application/problem+json';
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError) {
+  const instance = request.url.split('?')[0] ?? request.url;
+  return reply.code(error.status).type(PROBLEM_TYPE).send(problemOf(error, instance));
+}
+
+/** Fastify's own errors (parsing, limits, media types) mapped to the contract's codes. */
+function fromFastifyError(error: FastifyError): AppError | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)');
+  }
+  if (error.statusCode === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON');
+  return null;
+}
+
+/**
+ * The one place where errors become answers: domain errors and validation errors as problem
+ * objects; anything unexpected as a 500 that carries a correlation id and no internals.
+ */
+export function installProblemHandlers(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    // Validation errors arrive here as the AppError our validator compiler returned.
+    if (error instanceof AppError) return sendProblem(request, reply, error);
+    const mapped = fromFastifyError(error as FastifyError);
+    if (mapped) return sendProblem(request, reply, mapped);
+    const correlationId = randomUUID();
+    request.log.error({ err: error, correlationId }, 'unhandled error');
+    return sendProblem(request, reply, new AppError('INTERNAL', `An unexpected error occurred; correlation id ${correlationId}`, {
+      extensions: { correlationId },
+    }));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    // The gateway answers 403 for paths under /v1 that the API does not have, 404 for any other.
+    if (isApiPath(request.url)) {
+      return sendProblem(request, reply, new AppError('ACCESS_DENIED', `${request.method} ${request.url.split('?')[0]} is not an operation of this API`));
+    }
+    return sendProblem(request, reply, new AppError('NOT_FOUND', `${request.url.split('?')[0]} does not exist`));
+  });
+}

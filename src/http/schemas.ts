@@ -1,0 +1,50 @@
+import { Type } from 'typebox';
+
+/** Building blocks shared by the modules' schemas. */
+export const Uuid = Type.String({ format: 'uuid' });
+export const DateTime = Type.String({ format: 'date-time' });
+export const Ref = Type.Object({ id: Uuid, name: Type.String() }, { title: 'Ref' });
+export const IdParams = Type.Object({ id: Uuid });
+export const ScopeTypeSchema = Type.Enum(['TENANT', 'DATASTRUCTURE', 'DATASOURCE', 'DATASET', 'DATAPOOL']);
+export const RoleTypeSchema = Type.Enum(['SYSTEM', 'DATA']);
+/** A non-empty text: at least one character that is not whitespace. */
+export const NonEmpty = (options: { maxLength?: number; minLength?: number } = {}) =>
+  Type.String({ minLength: options.minLength ?? 1, maxLength: options.maxLength ?? 255, pattern: '\\S' });
+
+export const Problem = Type.Object(
+  {
+    type: Type.String({ examples: ['urn:platform:error:VALIDATION_FAILED'] }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    instance: Type.String(),
+    fieldErrors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  },
+  { additionalProperties: true, title: 'Problem', description: 'RFC 9457 problem details' },
+);
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input (VALIDATION_FAILED, MALFORMED_REQUEST)',
+  401: 'Token missing, expired or invalid (HTML body from the gateway)',
+  403: 'Permission lacking (ACCESS_DENIED)',
+  404: 'Unknown or unreadable resource (NOT_FOUND)',
+  409: 'Conflict (UNIQUE_CONSTRAINT_VIOLATION, RESOURCE_IN_USE, ROLE_READONLY, ...)',
+  412: 'Stale If-Match (PRECONDITION_FAILED)',
+  413: 'Body over 1 MiB (PAYLOAD_TOO_LARGE)',
+  415: 'Body is not JSON (UNSUPPORTED_MEDIA_TYPE)',
+  422: 'State or validation precondition failed',
+  500: 'Unexpected error (INTERNAL, with a correlation id)',
+};
+
+/** Response schemas of an operation: its success answer plus the problem answers it lists. */
+export function responses(success: Record<number, unknown>, errorStatuses: number[]) {
+  const out: Record<number, unknown> = { ...success };
+  for (const status of [...errorStatuses, 500]) {
+    out[status] = status === 401
+      ? { description: ERROR_DESCRIPTIONS[401], content: { 'text/html': { schema: { type: 'string' } } } }
+      : { ...Problem, description: ERROR_DESCRIPTIONS[status] ?? 'Error' };
+  }
+  return out;
+}
+
+export const NoContent = { description: 'No content', type: 'null' };

@@ -1,0 +1,58 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import { AppError, type FieldError } from '../errors.js';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function newAjv(coerceTypes: boolean | 'array') {
+  // removeAdditional stays off: an unknown body field is the caller's mistake and is reported, not dropped.
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  addFormats(ajv);
+  ajv.addKeyword({ keyword: 'example' });
+  return ajv;
+}
+
+// Bodies are JSON and keep their types ("5" is not 5); query strings and path parameters are text
+// and are coerced, a lone value becoming a one-element array where a list is expected.
+const bodyAjv = newAjv(false);
+const textAjv = newAjv('array');
+
+export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
+  const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
+  return (data: unknown) => (validate(data) ? { value: data } : { error: toAppError(validate.errors ?? [], httpPart ?? 'body') });
+};
+
+function toAppError(errors: ErrorObject[], httpPart: string): AppError {
+  const fieldErrors = errors
+    // anyOf/oneOf add a summary error on top of the branch errors; the branches say more.
+    .filter((error) => error.keyword !== 'anyOf' && error.keyword !== 'oneOf' && error.keyword !== 'if')
+    .map((error) => fieldErrorOf(error, httpPart));
+  const unique = [...new Map(fieldErrors.map((e) => [`${e.field}|${e.message}`, e])).values()];
+  const first = unique[0] ?? { field: httpPart, message: 'is invalid' };
+  const detail = unique.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return new AppError('VALIDATION_FAILED', detail || `${first.field}: ${first.message}`, { fieldErrors: unique.length ? unique : [first] });
+}
+
+function fieldErrorOf(error: ErrorObject, httpPart: string): FieldError {
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let message = error.message ?? 'is invalid';
+  if (error.keyword === 'additionalProperties') {
+    path.push(String(error.params['additionalProperty']));
+    message = 'is not a known field';
+  } else if (error.keyword === 'required') {
+    path.push(String(error.params['missingProperty']));
+    message = 'is required';
+  } else if (error.keyword === 'format') {
+    message = `must be a valid ${error.params['format']}`;
+  } else if (error.keyword === 'enum') {
+    message = `must be one of ${(error.params['allowedValues'] as unknown[]).join(', ')}`;
+  } else if (error.keyword === 'const') {
+    message = `must be ${JSON.stringify(error.params['allowedValue'])}`;
+  }
+  const field = path.reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
+  return { field: field || httpPart, message };
+}

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { SignJWT, type JWTPayload } from 'jose';
+import { loadConfig } from '../../src/config.js';
+import { createContext } from '../../src/runtime.js';
+import { buildApp } from '../../src/app.js';
+import { buildIdpApp } from '../../src/idp/idp.app.js';
+import { getRealmKey } from '../../src/idp/realm-keys.js';
+import type { AppContext } from '../../src/context.js';
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/** Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI). */
+export const databaseKinds = (): DatabaseKind[] => (process.env['TEST_DATABASE_URL'] ? ['pglite', 'postgres'] : ['pglite']);
+
+export const DEV_PASSWORD = 'dev';
+export const ADMIN_EMAIL = 'admin@example.com';
+export const REALM = 'platform';
+
+let idp: Promise<{ url: string; app: FastifyInstance }> | null = null;
+
+/** One real development identity provider per test process, listening on a free loopback port. */
+export function testIdp() {
+  idp ??= (async () => {
+    const app = await buildIdpApp({ idpUrl: 'http://127.0.0.1:0', password: DEV_PASSWORD, tokenTtlSeconds: 300 });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    await app.close();
+    // Rebuild with the real URL so that issuers and endpoints name the listening port.
+    const real = await buildIdpApp({ idpUrl: `http://127.0.0.1:${port}`, password: DEV_PASSWORD, tokenTtlSeconds: 300 });
+    await real.listen({ host: '127.0.0.1', port });
+    // Idle keep-alive sockets and the listener must not keep a finished test process alive.
+    real.server.unref();
+    real.server.on('connection', (socket) => socket.unref());
+    return { url: `http://127.0.0.1:${port}`, app: real };
+  })();
+  return idp;
+}
+
+async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const adminUrl = process.env['TEST_DATABASE_URL']!;
+  const name = `test_${Date.now()}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+  idpUrl: string;
+  /** A real token from the development identity provider for that email. */
+  tokenFor(email: string, clientId?: string, realm?: string): Promise<string>;
+  /** A token signed with the realm's real key but with claims of the test's choosing. */
+  signToken(claims: JWTPayload, options?: { realm?: string; alg?: string }): Promise<string>;
+  adminToken: string;
+  close(): Promise<void>;
+}
+
+export async function buildTestApp(kind: DatabaseKind, env: Record<string, string> = {}): Promise<TestApp> {
+  const { url: idpUrl } = await testIdp();
+  const database = kind === 'postgres' ? await freshPostgresDatabase() : null;
+  const config = loadConfig({ IDP_URL: idpUrl, LOG_LEVEL: 'silent', ...env });
+  const ctx = await createContext(config, { url: database?.url ?? null, dataDir: null, poolSize: 5 });
+  const app = await buildApp(ctx);
+  await app.ready();
+
+  const tokenFor = async (email: string, clientId = config.oidc.clientId, realm = REALM) => {
+    const response = await fetch(`${idpUrl}/realms/${realm}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', client_id: clientId, username: email, password: DEV_PASSWORD }),
+    });
+    if (!response.ok) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { access_token: string }).access_token;
+  };
+  const signToken = async (claims: JWTPayload, options: { realm?: string; alg?: string } = {}) => {
+    const realm = options.realm ?? REALM;
+    const key = await getRealmKey(realm);
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ iss: `${idpUrl}/realms/${realm}`, azp: config.oidc.clientId, iat: now, exp: now + 300, ...claims })
+      .setProtectedHeader({ alg: options.alg ?? 'RS256', kid: key.kid, typ: 'JWT' })
+      .sign(key.privateKey);
+  };
+
+  return {
+    app,
+    ctx,
+    idpUrl,
+    tokenFor,
+    signToken,
+    adminToken: await tokenFor(ADMIN_EMAIL),
+    close: async () => {
+      await app.close();
+      await ctx.db.destroy();
+      await database?.drop();
+    },
+  };
+}
