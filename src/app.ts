@@ -10,6 +10,9 @@ import { authentication } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
+import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
+import { roleRoutes } from './modules/roles/roles.routes.js';
+import { groupRoutes } from './modules/groups/groups.routes.js';
 
 
 
@@ -78,6 +81,9 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
+    await v1.register(assignmentRoutes, { ctx });
+    await v1.register(roleRoutes, { ctx });
+    await v1.register(groupRoutes, { ctx });
   }, { prefix: '/v1' });
 
   return app;

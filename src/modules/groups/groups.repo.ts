@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
+import type { Database } from '../../db/client.js';
+import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
+import { splitIds, type ListRequest } from '../../http/page.js';
+import { iso } from '../../http/resource.js';
+import { loadAssignments } from '../assignments/assignments.repo.js';
+import type { Group, GroupListQuery } from './groups.schemas.js';
+
+export const GROUP_SORT_COLUMNS: Record<string, string> = {
+  name: 'g.name', description: 'g.description', createdAt: 'g.created_at', modifiedAt: 'g.modified_at',
+};
+
+const fullName = sql<string>`u.first_name || ' ' || u.last_name`;
+
+/** Full group representations: contact, members, datapools and assignments, in two queries. */
+export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> {
+  if (ids.length === 0) return [];
+  const [rows, assignments] = await Promise.all([
+    db.selectFrom('groups as g')
+      .selectAll('g')
+      .select((eb) => [
+        jsonObjectFrom(eb.selectFrom('users as u').select(['u.id', fullName.as('name')]).whereRef('u.id', '=', 'g.contact_user_id')).as('contact_user'),
+        jsonArrayFrom(eb.selectFrom('group_members as gm').innerJoin('users as u', 'u.id', 'gm.user_id')
+          .select(['u.id', fullName.as('name')]).whereRef('gm.group_id', '=', 'g.id').orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id')).as('members'),
+        jsonArrayFrom(eb.selectFrom('datapools as d').select(['d.id', 'd.name'])
+          .where((inner) => inner.exists(inner.selectFrom('assignments as a').select(sql.lit(1).as('one'))
+            .whereRef('a.group_id', '=', 'g.id').where('a.scope_type', '=', 'DATAPOOL').whereRef('a.scope_id', '=', 'd.id')))
+          .orderBy('d.name')).as('datapools'),
+      ])
+      .where('g.id', 'in', ids)
+      .execute(),
+    loadAssignments(db, (eb) => eb('a.group_id', 'in', ids)),
+  ]);
+  return inIdOrder(ids, rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    contactUser: row.contact_user ?? null,
+    members: row.members,
+    datapools: row.datapools,
+    assignments: assignments.filter((assignment) => assignment.group.id === row.id),
+    createdAt: iso(row.created_at),
+    modifiedAt: iso(row.modified_at),
+  })));
+}
+
+export async function findGroupPage(db: Database, query: GroupListQuery, request: ListRequest) {
+  let qb = withSharedFilters(db.selectFrom('groups as g'), 'g', query);
+  if (query.name) qb = qb.where(containsAny(['g.name'], query.name));
+  if (query.description) qb = qb.where(containsAny(['g.description'], query.description));
+  if (query.q) qb = qb.where(containsAny(['g.name', 'g.description'], query.q));
+  if (query.contactUserId) qb = qb.where('g.contact_user_id', '=', query.contactUserId);
+  const memberIds = splitIds(query.memberIds);
+  if (memberIds) {
+    qb = qb.where((eb) => eb.exists(eb.selectFrom('group_members as gm').select(sql.lit(1).as('one'))
+      .whereRef('gm.group_id', '=', 'g.id').where('gm.user_id', 'in', memberIds)));
+  }
+  return fetchPageIds(qb, 'g', request, GROUP_SORT_COLUMNS);
+}
+
+export const lockGroup = (db: Database, id: string) =>
+  db.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+
+/** The ids among `userIds` that are not users. */
+export async function unknownUserIds(db: Database, userIds: string[]): Promise<Set<string>> {
+  if (userIds.length === 0) return new Set();
+  const found = await db.selectFrom('users').select('id').where('id', 'in', userIds).execute();
+  const known = new Set(found.map((row) => row.id));
+  return new Set(userIds.filter((id) => !known.has(id)));
+}
+
+export async function setMembers(db: Database, groupId: string, userIds: string[]) {
+  await db.deleteFrom('group_members').where('group_id', '=', groupId).execute();
+  if (userIds.length > 0) await db.insertInto('group_members').values(userIds.map((userId) => ({ group_id: groupId, user_id: userId }))).execute();
+}
