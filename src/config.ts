@@ -94,7 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: e.OIDC_CLIENT_ID },
-    bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID ?? null, tenantName: e.TENANT_NAME },
+    bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     logLevel: e.LOG_LEVEL,
   };
 }

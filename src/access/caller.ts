@@ -19,6 +19,9 @@ export interface Caller {
   subject: string;
   email: string | null;
   username: string | null;
+  /** Names the token carries (given_name, family_name): what /users/me shows for an unknown user. */
+  givenName: string | null;
+  familyName: string | null;
   /** The service's own user with the token's email; null when the email is unknown (no permission). */
   profile: CallerProfile | null;
   grants: Grant[];
@@ -31,10 +34,10 @@ export interface Caller {
  */
 export async function loadCaller(
   db: Database,
-  token: { subject: string; email: string | null; username: string | null },
+  token: { subject: string; email: string | null; username: string | null; givenName: string | null; familyName: string | null },
   allowedScopeIds: ReadonlySet<string> | null,
 ): Promise<Caller> {
-  const caller: Caller = { subject: token.subject, email: token.email, username: token.username, profile: null, grants: [] };
+  const caller: Caller = { ...token, profile: null, grants: [] };
   if (!token.email) return caller;
   const rows = await db
     .selectFrom('users as u')

@@ -55,11 +55,18 @@ export const authentication = fp<{ verifier: TokenVerifier; db: Database }>(asyn
       if (error instanceof TokenRejectedError) return rejectToken(reply, error.reason);
       throw error;
     }
-    const username = typeof token.claims['preferred_username'] === 'string' ? token.claims['preferred_username'] : null;
     const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
-    request.caller = await loadCaller(db, { subject: token.subject, email: token.email, username }, allowed);
+    request.caller = await loadCaller(db, {
+      subject: token.subject,
+      email: token.email,
+      username: claim(token.claims, 'preferred_username'),
+      givenName: claim(token.claims, 'given_name'),
+      familyName: claim(token.claims, 'family_name'),
+    }, allowed);
   });
 }, { name: 'authentication' });
+
+const claim = (claims: Record<string, unknown>, name: string) => (typeof claims[name] === 'string' ? (claims[name] as string) : null);
 
 /** The caller of a route under /v1; the authentication hook guarantees it is there. */
 export function callerOf(request: FastifyRequest): Caller {

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 
 /** Building blocks shared by the modules' schemas. */
-export const Uuid = Type.String({ format: 'uuid' });
+export const Uuid = Type.String({ format: 'uuid', 'x-lowercase': true });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Ref = Type.Object({ id: Uuid, name: Type.String() }, { title: 'Ref' });
 export const IdParams = Type.Object({ id: Uuid });

@@ -10,6 +10,17 @@ function newAjv(coerceTypes: boolean | 'array') {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
   ajv.addKeyword({ keyword: 'example' });
+  // Ids are stored lower-case; a caller's upper-case UUID must find the same object and compare
+  // equal to it in memory (membership sets, replace-by-difference), so it is lower-cased on the way in.
+  ajv.addKeyword({
+    keyword: 'x-lowercase',
+    modifying: true,
+    schemaType: 'boolean',
+    validate: (enabled: boolean, data: unknown, _schema?: unknown, context?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number }) => {
+      if (enabled && typeof data === 'string' && context) context.parentData[context.parentDataProperty] = data.toLowerCase();
+      return true;
+    },
+  });
   return ajv;
 }
 
@@ -53,6 +64,7 @@ function fieldErrorOf(error: ErrorObject, httpPart: string): FieldError {
   } else if (error.keyword === 'const') {
     message = `must be ${JSON.stringify(error.params['allowedValue'])}`;
   }
-  const field = path.reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
+  // A query or path parameter is named as the client wrote it (`id`, `sort`), not by its index in the coerced array.
+  const field = httpPart !== 'body' ? (path[0] ?? '') : path.reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
   return { field: field || httpPart, message };
 }

@@ -1,0 +1,61 @@
+import { sql, type SqlBool } from 'kysely';
+import { jsonObjectFrom } from 'kysely/helpers/postgres';
+import type { Database } from '../../db/client.js';
+import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
+import type { ListRequest } from '../../http/page.js';
+import { iso } from '../../http/resource.js';
+import type { ReadableScope } from '../../access/check-access.js';
+import type { Datapool, DatapoolListQuery } from './datapools.schemas.js';
+
+export const DATAPOOL_SORT_COLUMNS: Record<string, string> = {
+  name: 'd.name', description: 'd.description', createdAt: 'd.created_at', modifiedAt: 'd.modified_at',
+};
+
+const fullName = sql<string>`u.first_name || ' ' || u.last_name`;
+
+/** Full datapool representations (with the contact person's Ref), in one query. */
+export async function loadDatapools(db: Database, ids: string[]): Promise<Datapool[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('datapools as d')
+    .selectAll('d')
+    .select((eb) => [
+      jsonObjectFrom(eb.selectFrom('users as u').select(['u.id', fullName.as('name')]).whereRef('u.id', '=', 'd.contact_person_id')).as('contact_person'),
+    ])
+    .where('d.id', 'in', ids)
+    .execute();
+  return inIdOrder(ids, rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    contactPerson: row.contact_person ?? null,
+    datasets: [], // No datasets table yet: the datasets issue fills this from datasets.datapool_id.
+    createdAt: iso(row.created_at),
+    modifiedAt: iso(row.modified_at),
+  })));
+}
+
+/** One page of the datapools matching the filters among those the caller may read (filtered in SQL). */
+export async function findDatapoolPage(db: Database, query: DatapoolListQuery, request: ListRequest, readable: ReadableScope) {
+  let qb = withSharedFilters(db.selectFrom('datapools as d'), 'd', query);
+  if (!readable.all) {
+    // For datapools a grant's own id and its datapool id are the same thing.
+    const readableIds = [...new Set([...readable.ids, ...readable.datapoolIds])];
+    qb = readableIds.length > 0 ? qb.where('d.id', 'in', readableIds) : qb.where(sql<SqlBool>`false`);
+  }
+  if (query.name) qb = qb.where(containsAny(['d.name'], query.name));
+  if (query.description) qb = qb.where(containsAny(['d.description'], query.description));
+  if (query.q) qb = qb.where(containsAny(['d.name', 'd.description'], query.q));
+  if (query.contactPersonId) qb = qb.where('d.contact_person_id', '=', query.contactPersonId);
+  return fetchPageIds(qb, 'd', request, DATAPOOL_SORT_COLUMNS);
+}
+
+export const lockDatapool = (db: Database, id: string) =>
+  db.selectFrom('datapools').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+
+export async function datapoolExists(db: Database, id: string): Promise<boolean> {
+  return (await db.selectFrom('datapools').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
+export async function userExists(db: Database, id: string): Promise<boolean> {
+  return (await db.selectFrom('users').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Database } from '../../db/client.js';
+import { AppError, notFound, validationFailed } from '../../errors.js';
+import { assertIfMatch } from '../../http/etag.js';
+import { pageOf, parseSort } from '../../http/page.js';
+import { isForeignKeyViolation, uniquely } from '../../db/constraint-errors.js';
+import type { ReadableScope } from '../../access/check-access.js';
+import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
+import { deleteAssignmentsOfScope, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import type { Assignment } from '../assignments/assignments.schemas.js';
+import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool, userExists } from './datapools.repo.js';
+import type { Datapool, DatapoolInput, DatapoolListQuery, DatapoolPatch } from './datapools.schemas.js';
+
+const duplicateName = (name: string) => `A datapool named "${name}" already exists`;
+const unknownContactPerson = () => validationFailed('contactPersonId', 'no user has this id');
+
+export async function getDatapool(db: Database, id: string): Promise<Datapool> {
+  const [datapool] = await loadDatapools(db, [id]);
+  if (!datapool) throw notFound('Datapool', id);
+  return datapool;
+}
+
+export async function listDatapools(db: Database, query: DatapoolListQuery, readable: ReadableScope) {
+  const request = { page: query.page, size: query.size, sort: parseSort(query.sort, Object.keys(DATAPOOL_SORT_COLUMNS)) };
+  const { ids, total } = await findDatapoolPage(db, query, request, readable);
+  return pageOf(await loadDatapools(db, ids), total, request);
+}
+
+export async function listDatapoolAssignments(db: Database, id: string): Promise<Assignment[]> {
+  if (!(await datapoolExists(db, id))) throw notFound('Datapool', id);
+  return loadAssignmentsOfScope(db, 'DATAPOOL', id);
+}
+
+async function checkContactPerson(db: Database, contactPersonId: string | null | undefined) {
+  if (contactPersonId && !(await userExists(db, contactPersonId))) throw unknownContactPerson();
+}
+
+/**
+ * Runs the insert or update of the datapool row: a taken name answers 409, and a contact person
+ * deleted between the check and the write answers 400 like the check would.
+ */
+async function writeRow(name: string, write: () => Promise<unknown>): Promise<void> {
+  try {
+    await uniquely(write, duplicateName(name), 'name');
+  } catch (error) {
+    if (isForeignKeyViolation(error)) throw unknownContactPerson();
+    throw error;
+  }
+}
+
+export async function createDatapool(db: Database, input: DatapoolInput): Promise<Datapool> {
+  const id = randomUUID();
+  await db.transaction().execute(async (trx) => {
+    await checkContactPerson(trx, input.contactPersonId);
+    await writeRow(input.name, () => trx.insertInto('datapools').values({
+      id, name: input.name, description: input.description, contact_person_id: input.contactPersonId ?? null,
+    }).execute());
+    if (input.assignments) await replaceScopedAssignments(trx, 'DATAPOOL', id, input.assignments);
+  });
+  return getDatapool(db, id);
+}
+
+/**
+ * PUT replaces name, description and contact person (an omitted contactPersonId clears it);
+ * PATCH changes the given fields. In both, `assignments` replaces the datapool's assignments
+ * only when present: they are not part of the representation, so omitting them is not a change.
+ */
+export async function updateDatapool(
+  db: Database, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+): Promise<Datapool> {
+  await db.transaction().execute(async (trx) => {
+    if (!(await lockDatapool(trx, id))) throw notFound('Datapool', id);
+    const current = await getDatapool(trx, id);
+    assertIfMatch(ifMatch, current);
+    await checkContactPerson(trx, input.contactPersonId);
+    const name = input.name ?? current.name;
+    const contactPersonId = input.contactPersonId !== undefined ? input.contactPersonId : mode === 'replace' ? null : current.contactPerson?.id ?? null;
+    await writeRow(name, () => trx.updateTable('datapools').set({
+      name,
+      description: input.description ?? current.description,
+      contact_person_id: contactPersonId,
+      modified_at: sql`now()`,
+    }).where('id', '=', id).execute());
+    if (input.assignments) await replaceScopedAssignments(trx, 'DATAPOOL', id, input.assignments);
+  });
+  return getDatapool(db, id);
+}
+
+/**
+ * 409 RESOURCE_IN_USE while datasets still live in the datapool. Not reachable yet: there is no
+ * datasets table, so `datasets` is always empty; the datasets issue wires it by filling
+ * `datasets` in loadDatapools (and by locking the datapool row when it adds a dataset to it, so
+ * that a dataset created during this delete cannot slip past the check).
+ */
+function assertHoldsNoDatasets(datapool: Datapool): void {
+  if (datapool.datasets.length === 0) return;
+  throw new AppError('RESOURCE_IN_USE', `Datapool ${datapool.id} still holds datasets (${datapool.datasets.join(', ')}); delete or move them first`);
+}
+
+export async function deleteDatapool(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!(await lockDatapool(trx, id))) throw notFound('Datapool', id);
+    const current = await getDatapool(trx, id);
+    assertIfMatch(ifMatch, current);
+    assertHoldsNoDatasets(current);
+    // Assignment scopes have no foreign key, so the datapool's assignments go explicitly.
+    await deleteAssignmentsOfScope(trx, id);
+    await trx.deleteFrom('datapools').where('id', '=', id).execute();
+  });
+}
