@@ -13,6 +13,8 @@ import { permissionRoutes } from './modules/permissions/permissions.routes.js';
 import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
 import { groupRoutes } from './modules/groups/groups.routes.js';
+import { userRoutes } from './modules/users/users.routes.js';
+import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 
 
 
@@ -84,6 +86,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(assignmentRoutes, { ctx });
     await v1.register(roleRoutes, { ctx });
     await v1.register(groupRoutes, { ctx });
+    await v1.register(userRoutes, { ctx });
+    await v1.register(datapoolRoutes, { ctx });
   }, { prefix: '/v1' });
 
   return app;

@@ -26,3 +26,30 @@ export async function assertTenantAdministratorRemains(trx: Database): Promise<v
     throw new AppError('LAST_TENANT_ADMINISTRATOR', 'This would remove the last TENANT assignment of the Tenant Administrator role; assign it to another group first');
   }
 }
+
+/** How many users hold the Tenant Administrator role at TENANT scope through a group. */
+async function countTenantAdministrators(trx: Database): Promise<number> {
+  const row = await trx
+    .selectFrom('group_members as gm')
+    .innerJoin('assignments as a', 'a.group_id', 'gm.group_id')
+    .select(sql<number>`count(distinct gm.user_id)`.as('count'))
+    .where('a.role_id', '=', TENANT_ADMINISTRATOR_ROLE.id)
+    .where('a.scope_type', '=', 'TENANT')
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/**
+ * Runs a change that removes members or users (user delete, membership replacement, group member
+ * change or delete) and refuses it when it would leave no person holding Tenant Administrator,
+ * where there was one before: an assignment whose group has no member administers nothing.
+ */
+export async function keepingATenantAdministrator<T>(trx: Database, change: () => Promise<T>): Promise<T> {
+  await lockTenantAdministratorGuard(trx);
+  const before = await countTenantAdministrators(trx);
+  const result = await change();
+  if (before > 0 && (await countTenantAdministrators(trx)) === 0) {
+    throw new AppError('LAST_TENANT_ADMINISTRATOR', 'This would leave no user holding the Tenant Administrator role; make someone else an administrator first');
+  }
+  return result;
+}

@@ -33,7 +33,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.get('/datapools', {
     schema: {
       tags, summary: 'List the datapools the caller may read', querystring: DatapoolListQuery,
-      response: responses({ 200: PageOf(Datapool, 'Datapool') }, [400, 401]),
+      response: responses({ 200: PageOf(Datapool, 'Datapool') }, [400, 401, 403]),
     },
   }, async (request) => listDatapools(ctx.db, request.query, readableScope(callerOf(request), 'DATAPOOL_READ', 'DATAPOOL')));
 
@@ -45,7 +45,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   });
 
   app.get('/datapools/:id', {
-    schema: { tags, summary: 'Get a datapool by id', params: IdParams, response: responses({ 200: Datapool }, [400, 401, 404]) },
+    schema: { tags, summary: 'Get a datapool by id', params: IdParams, response: responses({ 200: Datapool }, [400, 401, 403, 404]) },
   }, async (request, reply) => {
     const id = idOf(request);
     requireReadable(callerOf(request), id);
@@ -83,7 +83,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.get('/datapools/:id/assignments', {
     schema: {
       tags, summary: 'The assignments scoped to a datapool (plain array)', params: IdParams,
-      response: responses({ 200: Type.Array(Assignment) }, [400, 401, 404]),
+      response: responses({ 200: Type.Array(Assignment) }, [400, 401, 403, 404]),
     },
   }, async (request) => {
     const id = idOf(request);

@@ -50,13 +50,13 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   app.put('/groups/:groupId/assignments', {
     schema: {
       tags, summary: 'Replace every role assignment of a group (by difference, in one transaction)',
-      params: GroupParams, body: GroupAssignmentsInput, response: responses({ 200: Group }, [400, 401, 403, 404, 409, 413, 415]),
+      params: GroupParams, body: GroupAssignmentsInput, response: responses({ 200: Group }, [400, 401, 403, 404, 409, 412, 413, 415]),
     },
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
     requireTenantPermission(caller, 'ASSIGNMENT_WRITE');
-    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, ctx.tenant.id, request.params.groupId, request.body));
+    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, ctx.tenant.id, request.params.groupId, request.body, request.headers['if-match']));
   });
 
   app.delete('/groups/:id', {

@@ -7,7 +7,7 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { uniquely } from '../../db/constraint-errors.js';
 import { replaceGroupAssignments } from '../assignments/assignments.service.js';
 import type { GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
-import { assertTenantAdministratorRemains, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
+import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { findGroupPage, GROUP_SORT_COLUMNS, loadGroups, lockGroup, setMembers, unknownUserIds } from './groups.repo.js';
 import type { Group, GroupInput, GroupListQuery, GroupPatch } from './groups.schemas.js';
 
@@ -60,14 +60,15 @@ export async function updateGroup(db: Database, id: string, input: GroupInput | 
       contact_user_id: input.contactUserId !== undefined ? input.contactUserId : replace ? null : current.contactUser?.id ?? null,
       modified_at: sql`now()`,
     }).where('id', '=', id).execute(), duplicateName(name), 'name');
-    if (input.memberIds || replace) await setMembers(trx, id, input.memberIds ?? []);
+    if (input.memberIds || replace) await keepingATenantAdministrator(trx, () => setMembers(trx, id, input.memberIds ?? []));
   });
   return getGroup(db, id);
 }
 
-export async function replaceAssignmentsOfGroup(db: Database, tenantId: string, id: string, items: GroupRoleAssignmentInput[]): Promise<Group> {
+export async function replaceAssignmentsOfGroup(db: Database, tenantId: string, id: string, items: GroupRoleAssignmentInput[], ifMatch: string | undefined): Promise<Group> {
   await db.transaction().execute(async (trx) => {
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
+    assertIfMatch(ifMatch, await getGroup(trx, id));
     const changed = await replaceGroupAssignments(trx, tenantId, id, items);
     if (changed) await trx.updateTable('groups').set({ modified_at: sql`now()` }).where('id', '=', id).execute();
   });
@@ -80,7 +81,7 @@ export async function deleteGroup(db: Database, id: string, ifMatch: string | un
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
     assertIfMatch(ifMatch, await getGroup(trx, id));
     // Memberships and assignments go with the group (foreign keys cascade).
-    await trx.deleteFrom('groups').where('id', '=', id).execute();
+    await keepingATenantAdministrator(trx, () => trx.deleteFrom('groups').where('id', '=', id).execute());
     await assertTenantAdministratorRemains(trx);
   });
 }

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../../db/client.js';
+import type { Caller } from '../../access/caller.js';
+import { uniquely } from '../../db/constraint-errors.js';
+import { keepingATenantAdministrator } from '../assignments/tenant-administrator-guard.js';
+import { notFound, validationFailed } from '../../errors.js';
+import { assertIfMatch } from '../../http/etag.js';
+import { pageOf, parseSort } from '../../http/page.js';
+import {
+  deleteUserRow, findUserPage, insertUser, loadUsers, lockUser, replaceMemberships, touchUser, unknownGroupIds,
+  updateUserRow, USER_SORT_COLUMNS, type UserValues,
+} from './users.repo.js';
+import type { CurrentUser, User, UserInput, UserListQuery, UserPatch } from './users.schemas.js';
+
+const duplicateEmail = (email: string) => `A user with the email "${email.toLowerCase()}" already exists`;
+
+export async function getUser(db: Database, id: string): Promise<User> {
+  const [user] = await loadUsers(db, [id]);
+  if (!user) throw notFound('User', id);
+  return user;
+}
+
+export async function listUsers(db: Database, query: UserListQuery) {
+  const request = { page: query.page, size: query.size, sort: parseSort(query.sort, Object.keys(USER_SORT_COLUMNS)) };
+  const { ids, total } = await findUserPage(db, query, request);
+  return pageOf(await loadUsers(db, ids), total, request);
+}
+
+export async function createUser(db: Database, input: UserInput): Promise<User> {
+  const id = randomUUID();
+  const values: UserValues = {
+    email: input.email, firstName: input.firstName, lastName: input.lastName, phone: input.phone ?? null, title: input.title ?? 'OTHER',
+  };
+  await uniquely(() => insertUser(db, id, values), duplicateEmail(input.email), 'email');
+  return getUser(db, id);
+}
+
+/** PUT replaces every field (omitted optional ones take their defaults); PATCH changes the given ones. */
+export async function updateUser(db: Database, id: string, input: UserInput | UserPatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<User> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockUser(trx, id))) throw notFound('User', id);
+    const current = await getUser(trx, id);
+    assertIfMatch(ifMatch, current);
+    const replace = mode === 'replace';
+    const values: UserValues = {
+      email: input.email ?? current.email,
+      firstName: input.firstName ?? current.firstName,
+      lastName: input.lastName ?? current.lastName,
+      phone: input.phone !== undefined ? input.phone : replace ? null : current.phone,
+      title: input.title ?? (replace ? 'OTHER' : current.title),
+    };
+    await uniquely(() => updateUserRow(trx, id, values), duplicateEmail(values.email), 'email');
+    return getUser(trx, id);
+  });
+}
+
+export async function deleteUser(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!(await lockUser(trx, id))) throw notFound('User', id);
+    assertIfMatch(ifMatch, await getUser(trx, id));
+    // Memberships go with the user; groups and datapools naming them as contact keep existing
+    // with the contact cleared (both by the foreign keys).
+    await keepingATenantAdministrator(trx, () => deleteUserRow(trx, id));
+  });
+}
+
+export async function replaceGroupsOfUser(db: Database, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockUser(trx, id))) throw notFound('User', id);
+    assertIfMatch(ifMatch, await getUser(trx, id));
+    const unknown = await unknownGroupIds(trx, groupIds);
+    const index = groupIds.findIndex((groupId) => unknown.has(groupId));
+    if (index >= 0) throw validationFailed(`[${index}]`, 'no group has this id');
+    const changed = await keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds));
+    if (changed > 0) await touchUser(trx, id);
+    return getUser(trx, id);
+  });
+}
+
+/**
+ * The caller's profile as the authentication hook loaded it (user and grants, already narrowed by
+ * X-Allowed-Scope-Ids): no further query. An email unknown to the service shows the token's names.
+ */
+export function currentUserOf(caller: Caller): CurrentUser {
+  const byScope = new Map<string, CurrentUser['assignments'][number]>();
+  for (const grant of caller.grants) {
+    const key = `${grant.scopeType}|${grant.scopeId}`;
+    let entry = byScope.get(key);
+    if (!entry) byScope.set(key, (entry = { scopeType: grant.scopeType, scopeId: grant.scopeId, permissions: [] }));
+    entry.permissions.push(grant.permission);
+  }
+  const assignments = [...byScope.values()]
+    .sort((a, b) => compare(a.scopeType, b.scopeType) || compare(a.scopeId, b.scopeId))
+    .map((entry) => ({ ...entry, permissions: [...new Set(entry.permissions)].sort(compare) }));
+  const { profile } = caller;
+  return {
+    id: profile?.userId ?? null,
+    username: caller.username ?? caller.email,
+    email: profile?.email ?? caller.email,
+    firstName: profile?.firstName ?? caller.givenName,
+    lastName: profile?.lastName ?? caller.familyName,
+    title: profile?.title ?? 'OTHER',
+    assignments,
+  };
+}
+
+// Code-point order, so that the answer does not depend on the server's locale.
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
