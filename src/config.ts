@@ -68,7 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!validate(candidate)) {
     const error = validate.errors![0]!;
     const setting = error.instancePath.replace(/^\//, '') || String(error.params['missingProperty'] ?? '');
-    throw new ConfigError(`Invalid configuration: ${setting} ${error.message} (got ${JSON.stringify(candidate[setting])})`);
+    throw new ConfigError(`Invalid configuration: ${setting} ${error.message} (got ${JSON.stringify(String(candidate[setting]).replace(/\/\/[^/@\s]*@/, '//***@'))})`); // credentials in a URL stay out of the message
   }
   const e = candidate as Env;
   const port = e.PORT ?? 8080;

@@ -20,6 +20,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export function openDatabase(target: DatabaseTarget): Database {
   if (target.url) {
     const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10 });
+    // An idle client that loses its connection (server restart, terminated backend) emits 'error';
+    // the pool drops that client and the next query gets a fresh one, so the process must not crash.
+    pool.on('error', () => {});
     return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   }
   if (target.dataDir) mkdirSync(target.dataDir, { recursive: true });

@@ -17,9 +17,10 @@ export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(
   const ids = splitIds(query.id);
   if (ids) out = out.where(sql.ref(`${alias}.id`), 'in', ids);
   if (query.createdAtFrom) out = out.where(sql.ref(`${alias}.created_at`), '>=', query.createdAtFrom);
-  if (query.createdAtTo) out = out.where(sql.ref(`${alias}.created_at`), '<=', query.createdAtTo);
+  // Responses show milliseconds while PostgreSQL keeps microseconds: an upper bound covers its whole millisecond.
+  if (query.createdAtTo) out = out.where(sql.ref(`${alias}.created_at`), '<', sql`${query.createdAtTo}::timestamptz + interval '1 millisecond'`);
   if (query.modifiedAtFrom) out = out.where(sql.ref(`${alias}.modified_at`), '>=', query.modifiedAtFrom);
-  if (query.modifiedAtTo) out = out.where(sql.ref(`${alias}.modified_at`), '<=', query.modifiedAtTo);
+  if (query.modifiedAtTo) out = out.where(sql.ref(`${alias}.modified_at`), '<', sql`${query.modifiedAtTo}::timestamptz + interval '1 millisecond'`);
   return out as QB;
 }
 

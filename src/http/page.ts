@@ -8,7 +8,7 @@ export const MAX_PAGE_SIZE = 1000;
 
 /** The query parameters every paginated list takes (the specification's shared list parameters). */
 export const sharedListParameters = {
-  page: Type.Integer({ minimum: 0, default: 0, description: 'zero-based page index' }),
+  page: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0, description: 'zero-based page index' }), // Spring's int; keeps page * size a safe offset
   size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'page size' }),
   sort: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]+(,(asc|desc|ASC|DESC|Asc|Desc))?$' }), {
     description: 'property,(asc|desc); repeatable; default createdAt,DESC',

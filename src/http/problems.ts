@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, problemOf } from '../errors.js';
 import { isApiPath } from './authentication.js';
+import { isForeignKeyViolation } from '../db/constraint-errors.js';
 
 const PROBLEM_TYPE = 'application/problem+json';
 
@@ -34,6 +35,10 @@ export function installProblemHandlers(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     // Validation errors arrive here as the AppError our validator compiler returned.
     if (error instanceof AppError) return sendProblem(request, reply, error);
+    if (isForeignKeyViolation(error)) {
+      // The services check references first; this is a concurrent delete slipping in between.
+      return sendProblem(request, reply, new AppError('INVALID_STATE', 'An object this request refers to was changed or deleted at the same time; retry', { status: 409 }));
+    }
     const mapped = fromFastifyError(error as FastifyError);
     if (mapped) return sendProblem(request, reply, mapped);
     const correlationId = randomUUID();

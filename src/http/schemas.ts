@@ -42,7 +42,7 @@ export function responses(success: Record<number, unknown>, errorStatuses: numbe
   for (const status of [...errorStatuses, 500]) {
     out[status] = status === 401
       ? { description: ERROR_DESCRIPTIONS[401], content: { 'text/html': { schema: { type: 'string' } } } }
-      : { ...Problem, description: ERROR_DESCRIPTIONS[status] ?? 'Error' };
+      : { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: { 'application/problem+json': { schema: Problem } } };
   }
   return out;
 }

@@ -39,7 +39,7 @@ export function testIdp() {
   return idp;
 }
 
-async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = process.env['TEST_DATABASE_URL']!;
   const name = `test_${Date.now()}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });

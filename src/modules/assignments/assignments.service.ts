@@ -7,7 +7,7 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { findScopeType, scopeExists } from '../../access/scopes.js';
 import { isUniqueViolation } from '../../db/constraint-errors.js';
 import { ASSIGNMENT_SORT_COLUMNS, findAssignmentPage, loadAssignmentsByIds } from './assignments.repo.js';
-import { assertTenantAdministratorRemains, lockTenantAdministratorGuard } from './tenant-administrator-guard.js';
+import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from './tenant-administrator-guard.js';
 import type { Assignment, AssignmentInput, AssignmentListQuery, GroupRoleAssignmentInput, ScopedAssignmentInput } from './assignments.schemas.js';
 
 export interface ResolvedAssignment { groupId: string; roleId: string; scopeType: ScopeType; scopeId: string }
@@ -35,8 +35,9 @@ async function resolveScope(db: Database, tenantId: string, scopeType: ScopeType
 /** The group and the role exist, and a SYSTEM role (tenant administration) is only given at TENANT scope. */
 async function checkGroupAndRole(db: Database, groupId: string, roleId: string, scopeType: ScopeType, field: string) {
   const [group, role] = await Promise.all([
-    db.selectFrom('groups').select('id').where('id', '=', groupId).executeTakeFirst(),
-    db.selectFrom('roles').select(['id', 'role_type']).where('id', '=', roleId).executeTakeFirst(),
+    // FOR KEY SHARE: a concurrent delete of the group or role waits for this assignment, then sees it.
+    db.selectFrom('groups').select('id').where('id', '=', groupId).forKeyShare().executeTakeFirst(),
+    db.selectFrom('roles').select(['id', 'role_type']).where('id', '=', roleId).forKeyShare().executeTakeFirst(),
   ]);
   if (!group) throw validationFailed(`${field}groupId`, 'no group has this id');
   if (!role) throw validationFailed(`${field}roleId`, 'no role has this id');
@@ -78,7 +79,7 @@ export async function deleteAssignment(db: Database, id: string, ifMatch: string
     await lockTenantAdministratorGuard(trx);
     const current = await getAssignment(trx, id);
     assertIfMatch(ifMatch, current);
-    await trx.deleteFrom('assignments').where('id', '=', id).execute();
+    await keepingATenantAdministrator(trx, () => trx.deleteFrom('assignments').where('id', '=', id).execute());
     await assertTenantAdministratorRemains(trx);
   });
 }
@@ -96,12 +97,14 @@ const keyOf = (a: { groupId: string; roleId: string; scopeType: string; scopeId:
  * their id and timestamps, the others are deleted or inserted. Runs inside the caller's transaction.
  */
 async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[]) {
-  await lockTenantAdministratorGuard(trx);
   const existing = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
     .where(owned.column, '=', owned.value).execute();
   const wanted = new Map(desired.map((a) => [keyOf(a), a]));
   const stale = existing.filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })));
-  if (stale.length > 0) await trx.deleteFrom('assignments').where('id', 'in', stale.map((row) => row.id)).execute();
+  if (stale.length > 0) {
+    const staleIds = stale.map((row) => row.id);
+    await keepingATenantAdministrator(trx, () => trx.deleteFrom('assignments').where('id', 'in', staleIds).execute());
+  }
   for (const assignment of wanted.values()) await insertAssignment(trx, assignment);
   await assertTenantAdministratorRemains(trx);
   return stale.length > 0 || wanted.size > 0;
@@ -109,6 +112,7 @@ async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 
 
 /** PUT /groups/{groupId}/assignments: every role assignment of the group, replaced by difference. */
 export async function replaceGroupAssignments(trx: Database, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
+  await lockTenantAdministratorGuard(trx); // first, before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
   for (const [index, item] of items.entries()) {
     const scope = await resolveScope(trx, tenantId, item.scopeType as ScopeType | undefined, item.scopeId, `[${index}].`);
@@ -123,6 +127,7 @@ export async function replaceGroupAssignments(trx: Database, tenantId: string, g
  * difference. `field` names the body field in validation errors.
  */
 export async function replaceScopedAssignments(trx: Database, scopeType: ScopeType, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments'): Promise<boolean> {
+  await lockTenantAdministratorGuard(trx); // first, before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
   for (const [index, item] of items.entries()) {
     await checkGroupAndRole(trx, item.groupId, item.roleId, scopeType, `${field}[${index}].`);

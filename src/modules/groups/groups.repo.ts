@@ -65,7 +65,8 @@ export const lockGroup = (db: Database, id: string) =>
 /** The ids among `userIds` that are not users. */
 export async function unknownUserIds(db: Database, userIds: string[]): Promise<Set<string>> {
   if (userIds.length === 0) return new Set();
-  const found = await db.selectFrom('users').select('id').where('id', 'in', userIds).execute();
+  // FOR KEY SHARE: a concurrent delete of one of these users waits until the group is written.
+  const found = await db.selectFrom('users').select('id').where('id', 'in', userIds).forKeyShare().execute();
   const known = new Set(found.map((row) => row.id));
   return new Set(userIds.filter((id) => !known.has(id)));
 }

@@ -48,6 +48,7 @@ export async function createGroup(db: Database, input: GroupInput): Promise<Grou
 /** PUT replaces every field (omitted optional ones are cleared); PATCH changes the given ones. */
 export async function updateGroup(db: Database, id: string, input: GroupInput | GroupPatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Group> {
   await db.transaction().execute(async (trx) => {
+    if (input.memberIds || mode === 'replace') await lockTenantAdministratorGuard(trx); // guard before group, as deleteGroup does: no deadlock
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
     const current = await getGroup(trx, id);
     assertIfMatch(ifMatch, current);
@@ -67,6 +68,7 @@ export async function updateGroup(db: Database, id: string, input: GroupInput | 
 
 export async function replaceAssignmentsOfGroup(db: Database, tenantId: string, id: string, items: GroupRoleAssignmentInput[], ifMatch: string | undefined): Promise<Group> {
   await db.transaction().execute(async (trx) => {
+    await lockTenantAdministratorGuard(trx); // guard before group, as deleteGroup does: no deadlock
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
     assertIfMatch(ifMatch, await getGroup(trx, id));
     const changed = await replaceGroupAssignments(trx, tenantId, id, items);

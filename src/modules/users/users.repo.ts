@@ -84,7 +84,8 @@ export const touchUser = (db: Database, id: string) =>
 /** The ids among `groupIds` that are not groups. */
 export async function unknownGroupIds(db: Database, groupIds: readonly string[]): Promise<Set<string>> {
   if (groupIds.length === 0) return new Set();
-  const found = await db.selectFrom('groups').select('id').where('id', 'in', groupIds).execute();
+  // FOR KEY SHARE: a concurrent delete of one of these groups waits until the memberships are written.
+  const found = await db.selectFrom('groups').select('id').where('id', 'in', groupIds).forKeyShare().execute();
   const known = new Set(found.map((row) => row.id));
   return new Set(groupIds.filter((id) => !known.has(id)));
 }

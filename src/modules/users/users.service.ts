@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { Caller } from '../../access/caller.js';
 import { uniquely } from '../../db/constraint-errors.js';
-import { keepingATenantAdministrator } from '../assignments/tenant-administrator-guard.js';
+import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
@@ -56,6 +56,7 @@ export async function updateUser(db: Database, id: string, input: UserInput | Us
 
 export async function deleteUser(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
+    await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     assertIfMatch(ifMatch, await getUser(trx, id));
     // Memberships go with the user; groups and datapools naming them as contact keep existing
@@ -66,6 +67,7 @@ export async function deleteUser(db: Database, id: string, ifMatch: string | und
 
 export async function replaceGroupsOfUser(db: Database, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
   return db.transaction().execute(async (trx) => {
+    await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     assertIfMatch(ifMatch, await getUser(trx, id));
     const unknown = await unknownGroupIds(trx, groupIds);

@@ -1,0 +1,171 @@
+import { existsSync } from 'node:fs';
+import dotenv from 'dotenv';
+import { pino, type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createContext } from './runtime.js';
+import { buildApp } from './app.js';
+import { buildDataApiApp } from './data-api/gateway.app.js';
+import { buildIdpApp } from './idp/idp.app.js';
+import type { AppContext } from './context.js';
+
+/**
+ * The program: `node dist/server.js api|data-api|idp|all` (default all). Loads the configuration
+ * once, opens what the mode needs, listens, and closes with grace on SIGTERM/SIGINT.
+ */
+
+const MODES = ['api', 'data-api', 'idp', 'all'] as const;
+type Mode = (typeof MODES)[number];
+
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+interface Listener { name: string; url: string; app: FastifyInstance }
+
+/** Everything this process has opened, so that a shutdown at any moment closes exactly that. */
+const state: {
+  logger: Logger | null; listeners: Listener[]; idp: Listener | null; ctx: AppContext | null;
+  starting: Promise<void> | null; stopping: boolean;
+} = { logger: null, listeners: [], idp: null, ctx: null, starting: null, stopping: false };
+
+function fatal(message: string, err?: unknown): never {
+  if (state.logger) state.logger.fatal({ err }, message);
+  else console.error(err ? `${message}: ${(err as Error)?.stack ?? String(err)}` : message);
+  process.exit(1);
+}
+
+// An ignored rejection means some state is unknown; crashing (and being restarted) is safer.
+process.on('unhandledRejection', (reason) => fatal('unhandled promise rejection', reason));
+process.on('uncaughtException', (err) => fatal('uncaught exception', err));
+
+function parseMode(argument: string | undefined): Mode {
+  const mode = argument ?? 'all';
+  if (!(MODES as readonly string[]).includes(mode)) {
+    console.error(`Unknown mode "${mode}": use one of ${MODES.join(', ')}`);
+    process.exit(1);
+  }
+  return mode as Mode;
+}
+
+function readConfig(): Config {
+  // An absent .env is normal (production sets the environment); dotenv would only say so.
+  if (existsSync('.env')) dotenv.config({ path: '.env', quiet: true });
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+/** Where the data lives, without the credentials a DATABASE_URL may carry. */
+function describeDatabase(config: Config): string {
+  if (!config.database.url) return `PGlite in ${config.database.dataDir}`;
+  const url = new URL(config.database.url);
+  return `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`;
+}
+
+async function start(mode: Mode, config: Config, logger: Logger) {
+  const wantsIdp = mode === 'idp' || mode === 'all';
+  if (mode === 'idp' && !config.idp.enabled) {
+    fatal('The development identity provider is disabled (NODE_ENV=production or DEV_IDP=off); nothing to run in mode idp');
+  }
+
+  // The IdP first: the API fetches its keys to verify tokens.
+  if (wantsIdp && config.idp.enabled) {
+    const app = await buildIdpApp({
+      idpUrl: config.idp.url,
+      password: config.idp.password,
+      tokenTtlSeconds: config.idp.tokenTtlSeconds,
+      loggerInstance: logger.child({ listener: 'idp' }),
+    });
+    state.idp = { name: 'idp', url: config.idp.url, app };
+    await app.listen({ host: config.host, port: config.idp.port });
+  } else if (mode === 'all') {
+    logger.info('development identity provider not started (NODE_ENV=production or DEV_IDP=off)');
+  }
+  if (state.stopping || mode === 'idp') return;
+
+  // One context (database, migrations, token verifier) shared by both HTTP listeners.
+  state.ctx = await createContext(config);
+  if (state.stopping) return;
+  const ctx = state.ctx;
+  const builders: Array<[string, string, number, () => Promise<FastifyInstance>]> = [];
+  if (mode === 'api' || mode === 'all') {
+    builders.push(['api', config.api.baseUrl, config.api.port, () => buildApp(ctx, logger.child({ listener: 'api' }))]);
+  }
+  if (mode === 'data-api' || mode === 'all') {
+    builders.push(['data-api', config.dataApi.baseUrl, config.dataApi.port, () => buildDataApiApp(ctx, logger.child({ listener: 'data-api' }))]);
+  }
+  for (const [name, url, port, build] of builders) {
+    const listener = { name, url, app: await build() };
+    state.listeners.push(listener);
+    if (state.stopping) return;
+    await listener.app.listen({ host: config.host, port });
+  }
+}
+
+/** Stop accepting, let in-flight requests finish, then close the database; the IdP last, as the API may still need its keys. */
+async function shutdown(signal: string) {
+  const logger = state.logger!;
+  if (state.stopping) {
+    logger.warn({ signal }, 'second signal: exiting at once');
+    process.exit(1);
+  }
+  state.stopping = true;
+  logger.info({ signal }, 'shutting down');
+  setTimeout(() => {
+    logger.error(`shutdown took longer than ${SHUTDOWN_TIMEOUT_MS / 1000} s: exiting`);
+    process.exit(1);
+  }, SHUTDOWN_TIMEOUT_MS).unref();
+  try {
+    // A start under way (migrations, say) is let finish, so that its database is closed too;
+    // it opens no listener once `stopping` is set.
+    await state.starting?.catch(() => undefined);
+    await Promise.all(state.listeners.map((listener) => listener.app.close()));
+    await state.idp?.app.close();
+    await state.ctx?.db.destroy();
+  } catch (err) {
+    fatal('shutdown failed', err);
+  }
+  logger.info('stopped');
+  process.exit(0);
+}
+
+async function main() {
+  const mode = parseMode(process.argv[2]);
+  const config = readConfig();
+  const logger = pino({
+    level: config.logLevel,
+    redact: ['req.headers.authorization', 'req.headers.cookie'],
+  });
+  state.logger = logger;
+  // The first signal closes with grace; a second one (of either kind) exits at once.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
+
+  const startedAt = performance.now();
+  try {
+    state.starting = start(mode, config, logger);
+    await state.starting;
+  } catch (err) {
+    if (state.stopping) return; // a shutdown is under way and reports on its own
+    logger.fatal({ err }, 'start failed');
+    await Promise.allSettled([...state.listeners, ...(state.idp ? [state.idp] : [])].map((listener) => listener.app.close()));
+    await state.ctx?.db.destroy().catch(() => undefined);
+    process.exit(1);
+  }
+  if (state.stopping) return;
+
+  const urls = Object.fromEntries([...(state.idp ? [state.idp] : []), ...state.listeners].map((listener) => [listener.name, listener.url]));
+  const summary = [
+    state.listeners.find((l) => l.name === 'api') && `management API ${config.api.baseUrl} (docs ${config.api.baseUrl}/docs)`,
+    state.listeners.find((l) => l.name === 'data-api') && `data API ${config.dataApi.baseUrl}`,
+    state.idp && `identity provider ${config.idp.url}/realms/platform`,
+    mode !== 'idp' && `database ${describeDatabase(config)}`,
+  ].filter(Boolean).join(', ');
+  logger.info({ mode, urls, startMs: Math.round(performance.now() - startedAt) }, `ready: ${summary}`);
+}
+
+await main();
