@@ -28,6 +28,9 @@ export function openDatabase(target: DatabaseTarget): Database {
   if (target.dataDir) mkdirSync(target.dataDir, { recursive: true });
   const pglite = new PGlite(target.dataDir ?? undefined, {
     parsers: { 20: (value: string) => Number(value) },
+    // PGlite's defaults size the buffers for a server (128 MB shared_buffers); an embedded,
+    // single-connection database needs far less, and this saves about 150 MB of resident memory.
+    postgresqlconf: ['shared_buffers=16MB', 'work_mem=4MB', 'maintenance_work_mem=16MB', 'temp_buffers=2MB', 'wal_buffers=1MB'],
   });
   return new Kysely<DB>({ dialect: new PGliteDialect({ pglite }) });
 }

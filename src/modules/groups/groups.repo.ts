@@ -23,10 +23,9 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
         jsonObjectFrom(eb.selectFrom('users as u').select(['u.id', fullName.as('name')]).whereRef('u.id', '=', 'g.contact_user_id')).as('contact_user'),
         jsonArrayFrom(eb.selectFrom('group_members as gm').innerJoin('users as u', 'u.id', 'gm.user_id')
           .select(['u.id', fullName.as('name')]).whereRef('gm.group_id', '=', 'g.id').orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id')).as('members'),
-        jsonArrayFrom(eb.selectFrom('datapools as d').select(['d.id', 'd.name'])
-          .where((inner) => inner.exists(inner.selectFrom('assignments as a').select(sql.lit(1).as('one'))
-            .whereRef('a.group_id', '=', 'g.id').where('a.scope_type', '=', 'DATAPOOL').whereRef('a.scope_id', '=', 'd.id')))
-          .orderBy('d.name')).as('datapools'),
+        // From the group's own DATAPOOL assignments to their datapools (not every datapool probed).
+        jsonArrayFrom(eb.selectFrom('assignments as a').innerJoin('datapools as d', 'd.id', 'a.scope_id').distinct().select(['d.id', 'd.name'])
+          .whereRef('a.group_id', '=', 'g.id').where('a.scope_type', '=', 'DATAPOOL').orderBy('d.name')).as('datapools'),
       ])
       .where('g.id', 'in', ids)
       .execute(),

@@ -21,10 +21,8 @@ export async function loadRoles(db: Database, ids: string[]): Promise<Role[]> {
     .select((eb) => [
       jsonArrayFrom(eb.selectFrom('role_permissions as rp').innerJoin('permissions as p', 'p.id', 'rp.permission_id')
         .select(['p.id', 'p.name', 'p.permission_type as permissionType']).whereRef('rp.role_id', '=', 'r.id').orderBy('p.name')).as('permissions'),
-      jsonArrayFrom(eb.selectFrom('datapools as d').select(['d.id', 'd.name'])
-        .where((inner) => inner.exists(inner.selectFrom('assignments as a').select(sql.lit(1).as('one'))
-          .whereRef('a.role_id', '=', 'r.id').where('a.scope_type', '=', 'DATAPOOL').whereRef('a.scope_id', '=', 'd.id')))
-        .orderBy('d.name')).as('datapools'),
+      jsonArrayFrom(eb.selectFrom('assignments as a').innerJoin('datapools as d', 'd.id', 'a.scope_id').distinct().select(['d.id', 'd.name'])
+        .whereRef('a.role_id', '=', 'r.id').where('a.scope_type', '=', 'DATAPOOL').orderBy('d.name')).as('datapools'),
       eb.selectFrom('assignments as a').select(sql<number>`count(distinct a.group_id)`.as('n')).whereRef('a.role_id', '=', 'r.id').as('group_count'),
       eb.selectFrom('assignments as a').innerJoin('group_members as gm', 'gm.group_id', 'a.group_id')
         .select(sql<number>`count(distinct gm.user_id)`.as('n')).whereRef('a.role_id', '=', 'r.id').as('user_count'),

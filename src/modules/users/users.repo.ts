@@ -21,12 +21,13 @@ export async function loadUsers(db: Database, ids: readonly string[]): Promise<U
       jsonArrayFrom(eb.selectFrom('group_members as gm').innerJoin('groups as g', 'g.id', 'gm.group_id')
         .select(['g.id', 'g.name', 'g.description'])
         .whereRef('gm.user_id', '=', 'u.id').orderBy('g.name').orderBy('g.id')).as('groups'),
-      // EXISTS rather than a join: two groups assigned on the same datapool still list it once.
-      jsonArrayFrom(eb.selectFrom('datapools as d').select(['d.id', 'd.name'])
-        .where((inner) => inner.exists(inner.selectFrom('assignments as a')
-          .innerJoin('group_members as gm', 'gm.group_id', 'a.group_id')
-          .select(sql.lit(1).as('one'))
-          .whereRef('gm.user_id', '=', 'u.id').where('a.scope_type', '=', 'DATAPOOL').whereRef('a.scope_id', '=', 'd.id')))
+      // From the user's memberships to their groups' DATAPOOL assignments (distinct: two groups
+      // assigned on one datapool list it once), rather than probing every datapool.
+      jsonArrayFrom(eb.selectFrom('group_members as gm')
+        .innerJoin('assignments as a', 'a.group_id', 'gm.group_id')
+        .innerJoin('datapools as d', 'd.id', 'a.scope_id')
+        .distinct().select(['d.id', 'd.name'])
+        .whereRef('gm.user_id', '=', 'u.id').where('a.scope_type', '=', 'DATAPOOL')
         .orderBy('d.name').orderBy('d.id')).as('datapools'),
     ])
     .where('u.id', 'in', ids)
