@@ -43,8 +43,13 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
     reply.header('x-request-id', request.id);
   });
   // Only JSON bodies are accepted; text/plain would otherwise be parsed by Fastify's defaults.
-  app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // Many clients send Content-Type: application/json on every request, DELETE included; an empty
+  // body is then no body (a route that needs one still answers 400), not malformed JSON.
+  const parseJsonOrNothing: typeof parseJson = (request, body, done) =>
+    body === '' || body.length === 0 ? done(null, undefined) : parseJson(request, body, done);
+  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, parseJsonOrNothing);
   installProblemHandlers(app);
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db });
 }

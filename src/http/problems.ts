@@ -23,7 +23,8 @@ function fromFastifyError(error: FastifyError): AppError | null {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)');
   }
-  if (error.statusCode === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON');
+  // secure-json-parse refuses __proto__ and constructor.prototype keys with a SyntaxError.
+  if (error.statusCode === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON or carries a forbidden key (__proto__, constructor.prototype)');
   return null;
 }
 

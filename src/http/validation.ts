@@ -31,8 +31,33 @@ const textAjv = newAjv('array');
 
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
-  return (data: unknown) => (validate(data) ? { value: data } : { error: toAppError(validate.errors ?? [], httpPart ?? 'body') });
+  return (data: unknown) => {
+    const nul = fieldWithNul(data, '');
+    if (nul !== null) return { error: new AppError('VALIDATION_FAILED', `${nul || httpPart}: must not contain the NUL character`, { fieldErrors: [{ field: nul || (httpPart ?? 'body'), message: 'must not contain the NUL character' }] }) };
+    return validate(data) ? { value: data } : { error: toAppError(validate.errors ?? [], httpPart ?? 'body') };
+  };
 };
+
+/**
+ * PostgreSQL text cannot hold U+0000, so a string carrying it would fail in the database; it is
+ * refused here, naming the field, instead. Returns the field path, or null when there is none.
+ */
+function fieldWithNul(data: unknown, path: string): string | null {
+  if (typeof data === 'string') return data.includes('\u0000') ? path : null;
+  if (Array.isArray(data)) {
+    for (const [index, item] of data.entries()) {
+      const found = fieldWithNul(item, `${path}[${index}]`);
+      if (found !== null) return found;
+    }
+  } else if (data && typeof data === 'object') {
+    for (const [key, value] of Object.entries(data)) {
+      if (key.includes('\u0000')) return path ? `${path}.${key}` : key;
+      const found = fieldWithNul(value, path ? `${path}.${key}` : key);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
 
 function toAppError(errors: ErrorObject[], httpPart: string): AppError {
   const fieldErrors = errors

@@ -53,6 +53,13 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop: () =
     drop: async () => {
       const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
+      // pg-pool's end() resolves before its sockets are closed; dropping "with (force)" while one
+      // is still closing kills it and surfaces as an error outside any test. Wait (bounded) first.
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const { rows } = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [name]);
+        if (rows[0].n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
     },
