@@ -2,13 +2,13 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { validatorCompiler } from './http/validation.js';
 import { installProblemHandlers } from './http/problems.js';
 import { authentication } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
+import { registerHealthRoutes } from './http/health.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
 import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
@@ -76,15 +76,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'UP' }));
-  app.get('/health/ready', { schema: { hide: true } }, async (_request, reply) => {
-    try {
-      await sql`select 1`.execute(ctx.db);
-      return { status: 'UP', checks: { database: 'UP' } };
-    } catch {
-      return reply.code(503).send({ status: 'DOWN', checks: { database: 'DOWN' } });
-    }
-  });
+  registerHealthRoutes(app, ctx.db);
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });

@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { baseServerOptions, installCommonPlumbing } from '../app.js';
 import { AppError } from '../errors.js';
+import { registerHealthRoutes } from '../http/health.js';
 
 /**
  * The data API gateway (DATA_API_URL). Until datasets can publish named APIs, every payload path
@@ -14,15 +14,7 @@ export async function buildDataApiApp(ctx: AppContext, logger?: FastifyServerOpt
   const app = Fastify(baseServerOptions(ctx, logger));
   await installCommonPlumbing(app, ctx);
 
-  app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'UP' }));
-  app.get('/health/ready', { schema: { hide: true } }, async (_request, reply) => {
-    try {
-      await sql`select 1`.execute(ctx.db);
-      return { status: 'UP', checks: { database: 'UP' } };
-    } catch {
-      return reply.code(503).send({ status: 'DOWN', checks: { database: 'DOWN' } });
-    }
-  });
+  registerHealthRoutes(app, ctx.db);
 
   const noPublishedApi = async () => {
     throw new AppError('NOT_FOUND', 'No published API at this path');
