@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import dotenv from 'dotenv';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.js';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createContext } from './runtime.js';
@@ -137,10 +138,7 @@ async function shutdown(signal: string) {
 async function main() {
   const mode = parseMode(process.argv[2]);
   const config = readConfig();
-  const logger = pino({
-    level: config.logLevel,
-    redact: ['req.headers.authorization', 'req.headers.cookie'],
-  });
+  const logger = createLogger(config.logLevel);
   state.logger = logger;
   // The first signal closes with grace; a second one (of either kind) exits at once.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
