@@ -59,8 +59,8 @@ async function start(label: string, opts: Pick<StartOptions, 'command' | 'args' 
   return { server, measurement };
 }
 
-const NODE_DIST = { command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /dist\/server\.js/ };
-const NPM_START = { command: 'npm', args: ['start', '--silent'], serverCommandLine: /tsx.*(preflight|loader).*src\/server\.ts|--import tsx.*src\/server\.ts/ };
+const NODE_DIST = { command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/ };
+const NPM_START = { command: 'npm', args: ['start', '--silent'], serverCommandLine: /^\S*node dist\/server\.js/ };
 
 /** `npm start` and `node dist/server.js` on the embedded PGlite database, first and later starts. */
 async function measureEmbeddedStarts(): Promise<StartMeasurement[]> {
