@@ -16,11 +16,6 @@ import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 
-
-
-
-
-
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Fastify options shared by the management API and the data API gateway. */

@@ -11,7 +11,7 @@ export type ScopedObject =
   | { scopeType: 'DATAPOOL'; id: string }
   | { scopeType: 'DATASET' | 'DATASOURCE' | 'DATASTRUCTURE'; id: string; datapoolId: string | null };
 
-export function hasTenantPermission(caller: Caller, permission: PermissionName): boolean {
+function hasTenantPermission(caller: Caller, permission: PermissionName): boolean {
   return caller.grants.some((grant) => grant.permission === permission && grant.scopeType === 'TENANT');
 }
 

@@ -12,8 +12,6 @@ const SCOPE_TABLES: Partial<Record<ScopeType, string>> = {
   DATAPOOL: 'datapools',
 };
 
-export const supportedScopeTypes = () => Object.keys(SCOPE_TABLES) as ScopeType[];
-
 /** SQL for the display name of the scope of an assignment row aliased `alias`. */
 export function scopeNameSql(alias: string): RawBuilder<string | null> {
   const cases = Object.entries(SCOPE_TABLES).map(

@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
+import { nameBasedUuid } from '../util/name-based-uuid.js';
+
+// Fixed namespace of the seeded objects' ids; changing it would change every seeded id.
+const SEED_NAMESPACE = '6f0f3f5e-2a8b-4c57-9a61-0b9f3c1d2e47';
 
 /**
- * A name-based UUID (version 5 layout): the same name always yields the same id, so seeded
- * permissions and roles carry the same ids on every installation and clients may hard-code them.
+ * The id of a seeded object (permission, role, group, bootstrap user): the same on every
+ * installation, so that clients may hard-code them.
  */
-export function stableId(namespace: string, name: string): string {
-  const bytes = createHash('sha1').update(`${namespace}:${name}`).digest().subarray(0, 16);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+export const stableId = (kind: string, name: string) => nameBasedUuid(SEED_NAMESPACE, `${kind}:${name}`);

@@ -51,7 +51,3 @@ export function inIdOrder<T extends { id: string }>(ids: readonly string[], item
   const byId = new Map(items.map((item) => [item.id, item]));
   return ids.map((id) => byId.get(id)).filter((item): item is T => item !== undefined);
 }
-
-/** ISO 8601 text of a timestamp, computed in SQL for values nested in JSON aggregates. */
-export const isoTimestamp = (column: string) =>
-  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

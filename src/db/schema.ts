@@ -77,8 +77,6 @@ export interface AssignmentsTable {
 export interface IdempotencyKeysTable {
   caller: string;
   key: string;
-  method: string;
-  path: string;
   request_hash: string;
   status: number;
   headers: ColumnType<Record<string, string>, string, string>;
@@ -99,9 +97,4 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
 }
 
-export type UserRow = Selectable<UsersTable>;
-export type RoleRow = Selectable<RolesTable>;
-export type GroupRow = Selectable<GroupsTable>;
-export type DatapoolRow = Selectable<DatapoolsTable>;
 export type PermissionRow = Selectable<PermissionsTable>;
-export type AssignmentRow = Selectable<AssignmentsTable>;

@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js';
 import { loadCaller, type Caller } from '../access/caller.js';
 import { TokenRejectedError, type TokenVerifier } from './token-verifier.js';
 import { AppError } from '../errors.js';
+import { UUID_PATTERN } from './page.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,9 +13,19 @@ declare module 'fastify' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
-export const isApiPath = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
+/** Whether a request URL is under /v1, judged on the decoded path as the router sees it (`/%761/x` is `/v1/x`). */
+export function isApiPath(url: string): boolean {
+  const rawPath = url.split('?')[0] ?? '';
+  let path = rawPath;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    // Not decodable: the router will not match it either; judge the raw text.
+  }
+  return path === '/v1' || path.startsWith('/v1/');
+}
 
 /** The gateway's answer to a rejected token: an HTML page, not a problem object. */
 function rejectToken(reply: FastifyReply, reason: string) {

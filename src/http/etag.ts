@@ -12,7 +12,8 @@ export function etagOf(representation: unknown): string {
  */
 export function assertIfMatch(ifMatch: string | undefined, current: unknown): void {
   if (ifMatch === undefined) return;
-  const candidates = ifMatch.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+  // Strong comparison (RFC 9110): a weak tag never matches an If-Match.
+  const candidates = ifMatch.split(',').map((tag) => tag.trim());
   if (candidates.includes('*') || candidates.includes(etagOf(current))) return;
   throw new AppError('PRECONDITION_FAILED', 'The resource has changed since it was read (If-Match does not match its ETag)');
 }

@@ -8,6 +8,7 @@ const KEY_LIFETIME = '24 hours';
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
 // Status 0 marks a key whose first request is still running.
 const IN_PROGRESS = 0;
+const ABANDONED_AFTER = '1 minute';
 
 declare module 'fastify' {
   interface FastifyRequest { idempotencyKey?: string }
@@ -16,7 +17,8 @@ declare module 'fastify' {
 /**
  * Idempotency-Key on POST: the first answer (2xx) is kept for a day per caller and key; a retry
  * with the same key and body replays it, the same key with another body answers 409. A placeholder
- * row taken before the handler runs makes a concurrent duplicate wait its turn instead of creating twice.
+ * row taken before the handler runs makes a concurrent duplicate answer 409 (retry later) instead
+ * of creating twice; a placeholder older than a minute (its process died) no longer blocks the key.
  */
 export const idempotency = fp<{ db: Database }>(async (app, { db }) => {
   app.addHook('preHandler', async (request, reply) => {
@@ -28,11 +30,17 @@ export const idempotency = fp<{ db: Database }>(async (app, { db }) => {
     const caller = request.caller.subject;
     const requestHash = createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex');
 
-    await db.deleteFrom('idempotency_keys').where('caller', '=', caller).where('key', '=', key)
-      .where('created_at', '<', sql<Date>`now() - ${KEY_LIFETIME}::interval`).execute();
+    // Expired records go (everyone's, so the table stays bounded), and so does this key's
+    // placeholder when the request that took it never finished.
+    await db.deleteFrom('idempotency_keys')
+      .where((eb) => eb.or([
+        eb('created_at', '<', sql<Date>`now() - ${KEY_LIFETIME}::interval`),
+        eb.and([eb('caller', '=', caller), eb('key', '=', key), eb('status', '=', IN_PROGRESS), eb('created_at', '<', sql<Date>`now() - ${ABANDONED_AFTER}::interval`)]),
+      ]))
+      .execute();
     const claimed = await db
       .insertInto('idempotency_keys')
-      .values({ caller, key, method: request.method, path: request.url, request_hash: requestHash, status: IN_PROGRESS, headers: '{}', body: '' })
+      .values({ caller, key, request_hash: requestHash, status: IN_PROGRESS, headers: '{}', body: '' })
       .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
       .returning('key')
       .executeTakeFirst();

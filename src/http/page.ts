@@ -1,10 +1,11 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { validationFailed } from '../errors.js';
+import { DateTime } from './schemas.js';
 
 export const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 /** One or more UUIDs, comma-separated (the query-string form of an id list). */
 export const UuidList = Type.String({ pattern: `^${UUID_PATTERN}(,${UUID_PATTERN})*$`, description: 'comma-separated UUIDs' });
-export const MAX_PAGE_SIZE = 1000;
+const MAX_PAGE_SIZE = 1000;
 
 /** The query parameters every paginated list takes (the specification's shared list parameters). */
 export const sharedListParameters = {
@@ -14,10 +15,10 @@ export const sharedListParameters = {
     description: 'property,(asc|desc); repeatable; default createdAt,DESC',
   })),
   id: Type.Optional(Type.Array(UuidList, { description: 'one or more ids, comma-separated' })),
-  createdAtFrom: Type.Optional(Type.String({ format: 'date-time' })),
-  createdAtTo: Type.Optional(Type.String({ format: 'date-time' })),
-  modifiedAtFrom: Type.Optional(Type.String({ format: 'date-time' })),
-  modifiedAtTo: Type.Optional(Type.String({ format: 'date-time' })),
+  createdAtFrom: Type.Optional(DateTime),
+  createdAtTo: Type.Optional(DateTime),
+  modifiedAtFrom: Type.Optional(DateTime),
+  modifiedAtTo: Type.Optional(DateTime),
 };
 const SharedListQuery = Type.Object(sharedListParameters);
 export type SharedListQuery = Static<typeof SharedListQuery>;

@@ -2,7 +2,14 @@ import { Type } from 'typebox';
 
 /** Building blocks shared by the modules' schemas. */
 export const Uuid = Type.String({ format: 'uuid', 'x-lowercase': true });
-export const DateTime = Type.String({ format: 'date-time' });
+/**
+ * An RFC 3339 date-time that PostgreSQL can also hold: the format alone admits year 0000 and
+ * offsets beyond ±15:59, which the database would refuse with an error.
+ */
+export const DateTime = Type.String({
+  format: 'date-time',
+  pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-](0\\d|1[0-5]):[0-5]\\d)$',
+});
 export const Ref = Type.Object({ id: Uuid, name: Type.String() }, { title: 'Ref' });
 export const IdParams = Type.Object({ id: Uuid });
 export const ScopeTypeSchema = Type.Enum(['TENANT', 'DATASTRUCTURE', 'DATASOURCE', 'DATASET', 'DATAPOOL']);

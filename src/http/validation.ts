@@ -32,7 +32,7 @@ const textAjv = newAjv('array');
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
   return (data: unknown) => {
-    const nul = fieldWithNul(data, '');
+    const nul = fieldWithNul(data);
     if (nul !== null) return { error: new AppError('VALIDATION_FAILED', `${nul || httpPart}: must not contain the NUL character`, { fieldErrors: [{ field: nul || (httpPart ?? 'body'), message: 'must not contain the NUL character' }] }) };
     return validate(data) ? { value: data } : { error: toAppError(validate.errors ?? [], httpPart ?? 'body') };
   };
@@ -40,20 +40,23 @@ export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart
 
 /**
  * PostgreSQL text cannot hold U+0000, so a string carrying it would fail in the database; it is
- * refused here, naming the field, instead. Returns the field path, or null when there is none.
+ * refused here, naming the field, instead. An explicit stack, not recursion: a hostile body may
+ * nest arrays thousands deep. Returns the field path, or null when there is none.
  */
-function fieldWithNul(data: unknown, path: string): string | null {
-  if (typeof data === 'string') return data.includes('\u0000') ? path : null;
-  if (Array.isArray(data)) {
-    for (const [index, item] of data.entries()) {
-      const found = fieldWithNul(item, `${path}[${index}]`);
-      if (found !== null) return found;
-    }
-  } else if (data && typeof data === 'object') {
-    for (const [key, value] of Object.entries(data)) {
-      if (key.includes('\u0000')) return path ? `${path}.${key}` : key;
-      const found = fieldWithNul(value, path ? `${path}.${key}` : key);
-      if (found !== null) return found;
+function fieldWithNul(data: unknown): string | null {
+  const pending: Array<[unknown, string]> = [[data, '']];
+  while (pending.length > 0) {
+    const [value, path] = pending.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return path;
+    } else if (Array.isArray(value)) {
+      value.forEach((item, index) => pending.push([item, `${path}[${index}]`]));
+    } else if (value && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        const itemPath = path ? `${path}.${key}` : key;
+        if (key.includes('\u0000')) return itemPath;
+        pending.push([item, itemPath]);
+      }
     }
   }
   return null;

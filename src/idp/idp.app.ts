@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { getRealmKey } from './realm-keys.js';
+import { getRealmKey, knownOrRoomFor } from './realm-keys.js';
 import { issueToken, OAuthError, SUPPORTED_GRANT_TYPES, type TokenRequest } from './token-grants.js';
 
 export interface IdpOptions {
@@ -32,7 +32,7 @@ export async function buildIdpApp(opts: IdpOptions): Promise<FastifyInstance> {
   // Unknown realm names look like unknown paths, so nothing odd reaches a key or an issuer.
   app.addHook('onRequest', async (request, reply) => {
     const { realm } = (request.params ?? {}) as Partial<RealmParams>;
-    if (realm !== undefined && !REALM_NAME.test(realm)) {
+    if (realm !== undefined && (!REALM_NAME.test(realm) || !knownOrRoomFor(realm))) {
       return reply.code(404).send({ error: 'not_found' });
     }
   });

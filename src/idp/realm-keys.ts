@@ -13,6 +13,12 @@ export interface RealmKey {
 // refetch the JWKS on an unknown kid.
 const realmKeys = new Map<string, Promise<RealmKey>>();
 
+// Any realm name works, but each new one costs an RSA key generation and keeps a key: a bound
+// stops a client that invents realm names from exhausting CPU and memory.
+const MAX_REALMS = 64;
+
+export const knownOrRoomFor = (realm: string) => realmKeys.has(realm) || realmKeys.size < MAX_REALMS;
+
 /** The realm's signing key, generated on first use. */
 export function getRealmKey(realm: string): Promise<RealmKey> {
   let key = realmKeys.get(realm);

@@ -231,3 +231,18 @@ describe('malformed requests', () => {
     }
   });
 });
+
+describe('realm bound', () => {
+  it('invented realm names stop getting keys once 64 realms exist; known realms keep working', async () => {
+    let refused: string | null = null;
+    for (let i = 0; i < 70 && refused === null; i++) {
+      const realm = `invented-${i}`;
+      const response = await app.inject({ method: 'GET', url: `/realms/${realm}/protocol/openid-connect/certs` });
+      if (response.statusCode === 404) refused = realm;
+      else assert.equal(response.statusCode, 200);
+    }
+    assert.ok(refused !== null, 'a new realm is refused once the bound is reached');
+    const known = await app.inject({ method: 'GET', url: '/realms/invented-0/protocol/openid-connect/certs' });
+    assert.equal(known.statusCode, 200);
+  });
+});

@@ -107,8 +107,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     create table idempotency_keys (
       caller text not null,
       key text not null,
-      method text not null,
-      path text not null,
+      -- sha-256 of method, URL and body: the same key with another request answers 409
       request_hash text not null,
       status integer not null,
       headers jsonb not null,

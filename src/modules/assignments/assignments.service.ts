@@ -32,38 +32,47 @@ async function resolveScope(db: Database, tenantId: string, scopeType: ScopeType
   return { scopeType, scopeId };
 }
 
-/** The group and the role exist, and a SYSTEM role (tenant administration) is only given at TENANT scope. */
-async function checkGroupAndRole(db: Database, groupId: string, roleId: string, scopeType: ScopeType, field: string) {
-  const [group, role] = await Promise.all([
-    // FOR KEY SHARE: a concurrent delete of the group or role waits for this assignment, then sees it.
-    db.selectFrom('groups').select('id').where('id', '=', groupId).forKeyShare().executeTakeFirst(),
-    db.selectFrom('roles').select(['id', 'role_type']).where('id', '=', roleId).forKeyShare().executeTakeFirst(),
-  ]);
-  if (!group) throw validationFailed(`${field}groupId`, 'no group has this id');
-  if (!role) throw validationFailed(`${field}roleId`, 'no role has this id');
-  if (role.role_type === 'SYSTEM' && scopeType !== 'TENANT') {
-    throw validationFailed(`${field}roleId`, 'a SYSTEM role can only be assigned at TENANT scope');
+interface AssignableItem { groupId: string; roleId: string; scopeType: ScopeType; field: string }
+
+/**
+ * Every group and role of the items exists, and a SYSTEM role (tenant administration) is only
+ * given at TENANT scope. Two queries for any number of items; FOR KEY SHARE makes a concurrent
+ * delete of one of those groups or roles wait for this transaction, and then see its assignments.
+ */
+async function lockGroupsAndRoles(db: Database, items: AssignableItem[]) {
+  if (items.length === 0) return;
+  const groupIds = [...new Set(items.map((item) => item.groupId))];
+  const roleIds = [...new Set(items.map((item) => item.roleId))];
+  const groups = new Set((await db.selectFrom('groups').select('id').where('id', 'in', groupIds).forKeyShare().execute()).map((g) => g.id));
+  const roleTypes = new Map((await db.selectFrom('roles').select(['id', 'role_type']).where('id', 'in', roleIds).forKeyShare().execute()).map((r) => [r.id, r.role_type]));
+  for (const item of items) {
+    if (!groups.has(item.groupId)) throw validationFailed(`${item.field}groupId`, 'no group has this id');
+    const roleType = roleTypes.get(item.roleId);
+    if (!roleType) throw validationFailed(`${item.field}roleId`, 'no role has this id');
+    if (roleType === 'SYSTEM' && item.scopeType !== 'TENANT') {
+      throw validationFailed(`${item.field}roleId`, 'a SYSTEM role can only be assigned at TENANT scope');
+    }
   }
 }
 
-async function insertAssignment(db: Database, assignment: ResolvedAssignment): Promise<string> {
-  const id = randomUUID();
+async function insertAssignments(db: Database, assignments: ResolvedAssignment[]): Promise<string[]> {
+  if (assignments.length === 0) return [];
+  const rows = assignments.map((a) => ({ id: randomUUID(), group_id: a.groupId, role_id: a.roleId, scope_type: a.scopeType, scope_id: a.scopeId }));
   try {
-    await db.insertInto('assignments')
-      .values({ id, group_id: assignment.groupId, role_id: assignment.roleId, scope_type: assignment.scopeType, scope_id: assignment.scopeId })
-      .execute();
+    await db.insertInto('assignments').values(rows).execute();
   } catch (error) {
     if (isUniqueViolation(error)) throw new AppError('UNIQUE_CONSTRAINT_VIOLATION', 'This group already holds this role on this scope');
     throw error;
   }
-  return id;
+  return rows.map((row) => row.id);
 }
 
 export async function createAssignment(db: Database, tenantId: string, input: AssignmentInput): Promise<Assignment> {
   const id = await db.transaction().execute(async (trx) => {
     const scope = await resolveScope(trx, tenantId, input.scopeType as ScopeType | undefined, input.scopeId, '');
-    await checkGroupAndRole(trx, input.groupId, input.roleId, scope.scopeType, '');
-    return insertAssignment(trx, { groupId: input.groupId, roleId: input.roleId, ...scope });
+    await lockGroupsAndRoles(trx, [{ groupId: input.groupId, roleId: input.roleId, scopeType: scope.scopeType, field: '' }]);
+    const [id] = await insertAssignments(trx, [{ groupId: input.groupId, roleId: input.roleId, ...scope }]);
+    return id!;
   });
   return getAssignment(db, id);
 }
@@ -94,47 +103,49 @@ const keyOf = (a: { groupId: string; roleId: string; scopeType: string; scopeId:
 
 /**
  * Makes the assignments matching `owned` exactly `desired`, by difference: unchanged ones keep
- * their id and timestamps, the others are deleted or inserted. Runs inside the caller's transaction.
+ * their id and timestamps, the others are deleted or inserted. Runs inside the caller's
+ * transaction. `guarded`: the change may touch Tenant Administrator assignments, so the
+ * last-administrator rules apply (the caller holds the guard lock).
  */
-async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[]) {
+async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[], guarded: boolean) {
   const existing = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
     .where(owned.column, '=', owned.value).execute();
   const wanted = new Map(desired.map((a) => [keyOf(a), a]));
-  const stale = existing.filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })));
-  if (stale.length > 0) {
-    const staleIds = stale.map((row) => row.id);
-    await keepingATenantAdministrator(trx, () => trx.deleteFrom('assignments').where('id', 'in', staleIds).execute());
+  const staleIds = existing
+    .filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })))
+    .map((row) => row.id);
+  if (staleIds.length > 0) {
+    const removeStale = () => trx.deleteFrom('assignments').where('id', 'in', staleIds).execute();
+    if (guarded) await keepingATenantAdministrator(trx, removeStale);
+    else await removeStale();
   }
-  for (const assignment of wanted.values()) await insertAssignment(trx, assignment);
-  await assertTenantAdministratorRemains(trx);
-  return stale.length > 0 || wanted.size > 0;
+  await insertAssignments(trx, [...wanted.values()]);
+  if (guarded) await assertTenantAdministratorRemains(trx);
+  return staleIds.length > 0 || wanted.size > 0;
 }
 
 /** PUT /groups/{groupId}/assignments: every role assignment of the group, replaced by difference. */
 export async function replaceGroupAssignments(trx: Database, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
-  await lockTenantAdministratorGuard(trx); // first, before any row lock: the order every guarded write uses
+  await lockTenantAdministratorGuard(trx); // before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
+  const checks: AssignableItem[] = [];
   for (const [index, item] of items.entries()) {
     const scope = await resolveScope(trx, tenantId, item.scopeType as ScopeType | undefined, item.scopeId, `[${index}].`);
-    await checkGroupAndRole(trx, groupId, item.roleId, scope.scopeType, `[${index}].`);
+    checks.push({ groupId, roleId: item.roleId, scopeType: scope.scopeType, field: `[${index}].` });
     desired.push({ groupId, roleId: item.roleId, ...scope });
   }
-  return replaceByDifference(trx, { column: 'group_id', value: groupId }, desired);
+  await lockGroupsAndRoles(trx, checks);
+  return replaceByDifference(trx, { column: 'group_id', value: groupId }, desired, true);
 }
 
 /**
  * The `assignments` of a datapool or dataset body: every assignment on that object, replaced by
- * difference. `field` names the body field in validation errors.
+ * difference. Only DATA roles can be assigned there, never Tenant Administrator, so the
+ * last-administrator guard (and its lock) is not involved. `field` names the body field in errors.
  */
-export async function replaceScopedAssignments(trx: Database, scopeType: ScopeType, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments'): Promise<boolean> {
-  await lockTenantAdministratorGuard(trx); // first, before any row lock: the order every guarded write uses
-  const desired: ResolvedAssignment[] = [];
-  for (const [index, item] of items.entries()) {
-    await checkGroupAndRole(trx, item.groupId, item.roleId, scopeType, `${field}[${index}].`);
-    desired.push({ groupId: item.groupId, roleId: item.roleId, scopeType, scopeId });
-  }
-  const unique = new Map(desired.map((a) => [keyOf(a), a]));
-  return replaceByDifference(trx, { column: 'scope_id', value: scopeId }, [...unique.values()]);
+export async function replaceScopedAssignments(trx: Database, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments'): Promise<boolean> {
+  await lockGroupsAndRoles(trx, items.map((item, index) => ({ ...item, scopeType, field: `${field}[${index}].` })));
+  return replaceByDifference(trx, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
 }
 
 /** Removes every assignment on an object that is being deleted (scope ids have no foreign key). */

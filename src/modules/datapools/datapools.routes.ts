@@ -15,9 +15,6 @@ import { createDatapool, deleteDatapool, getDatapool, listDatapoolAssignments, l
 const tags = ['Datapools'];
 const WRITE_ERRORS = [400, 401, 403, 404, 409, 412, 413, 415];
 
-/** The path id in the form grants and loaded rows carry: a UUID may arrive in upper case. */
-const idOf = (request: { params: { id: string } }) => request.params.id.toLowerCase();
-
 /** Datapools are data objects: one the caller may not read does not exist for them (404, no existence leak). */
 function requireReadable(caller: Caller, id: string): void {
   if (!hasPermissionOn(caller, 'DATAPOOL_READ', { scopeType: 'DATAPOOL', id })) throw notFound('Datapool', id);
@@ -47,7 +44,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.get('/datapools/:id', {
     schema: { tags, summary: 'Get a datapool by id', params: IdParams, response: responses({ 200: Datapool }, [400, 401, 403, 404]) },
   }, async (request, reply) => {
-    const id = idOf(request);
+    const id = request.params.id;
     requireReadable(callerOf(request), id);
     return withEtag(reply, await getDatapool(ctx.db, id));
   });
@@ -55,7 +52,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.put('/datapools/:id', {
     schema: { tags, summary: 'Replace a datapool', params: IdParams, body: DatapoolInput, response: responses({ 200: Datapool }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    const id = idOf(request);
+    const id = request.params.id;
     requireWritable(callerOf(request), id);
     return withEtag(reply, await updateDatapool(ctx.db, id, request.body, 'replace', request.headers['if-match']));
   });
@@ -63,7 +60,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.patch('/datapools/:id', {
     schema: { tags, summary: 'Partially update a datapool', params: IdParams, body: DatapoolPatch, response: responses({ 200: Datapool }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    const id = idOf(request);
+    const id = request.params.id;
     requireWritable(callerOf(request), id);
     return withEtag(reply, await updateDatapool(ctx.db, id, request.body, 'patch', request.headers['if-match']));
   });
@@ -74,7 +71,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
       response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]),
     },
   }, async (request, reply) => {
-    const id = idOf(request);
+    const id = request.params.id;
     requireWritable(callerOf(request), id);
     await deleteDatapool(ctx.db, id, request.headers['if-match']);
     return reply.code(204).send();
@@ -86,7 +83,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
       response: responses({ 200: Type.Array(Assignment) }, [400, 401, 403, 404]),
     },
   }, async (request) => {
-    const id = idOf(request);
+    const id = request.params.id;
     requireReadable(callerOf(request), id);
     return listDatapoolAssignments(ctx.db, id);
   });

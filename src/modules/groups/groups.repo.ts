@@ -31,6 +31,13 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
       .execute(),
     loadAssignments(db, (eb) => eb('a.group_id', 'in', ids)),
   ]);
+  // Node 20 has no Map.groupBy yet.
+  const assignmentsByGroup = new Map<string, typeof assignments>();
+  for (const assignment of assignments) {
+    const list = assignmentsByGroup.get(assignment.group.id);
+    if (list) list.push(assignment);
+    else assignmentsByGroup.set(assignment.group.id, [assignment]);
+  }
   return inIdOrder(ids, rows.map((row) => ({
     id: row.id,
     name: row.name,
@@ -38,7 +45,7 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
     contactUser: row.contact_user ?? null,
     members: row.members,
     datapools: row.datapools,
-    assignments: assignments.filter((assignment) => assignment.group.id === row.id),
+    assignments: assignmentsByGroup.get(row.id) ?? [],
     createdAt: iso(row.created_at),
     modifiedAt: iso(row.modified_at),
   })));

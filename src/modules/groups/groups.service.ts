@@ -48,7 +48,9 @@ export async function createGroup(db: Database, input: GroupInput): Promise<Grou
 /** PUT replaces every field (omitted optional ones are cleared); PATCH changes the given ones. */
 export async function updateGroup(db: Database, id: string, input: GroupInput | GroupPatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Group> {
   await db.transaction().execute(async (trx) => {
-    if (input.memberIds || mode === 'replace') await lockTenantAdministratorGuard(trx); // guard before group, as deleteGroup does: no deadlock
+    // The guard lock first, then the group, then its users: the order every write that takes
+    // more than one of them uses (user writes included), so that none can deadlock another.
+    await lockTenantAdministratorGuard(trx);
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
     const current = await getGroup(trx, id);
     assertIfMatch(ifMatch, current);

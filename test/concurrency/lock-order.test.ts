@@ -1,0 +1,47 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { createGroup, createRole, createUser, uniqueName } from '../helpers/factories.js';
+
+// Writes that lock several things (the tenant-administrator guard, groups, users, datapools)
+// take them in one order, so concurrent writes wait for each other instead of deadlocking
+// (PostgreSQL would abort one of them: a 500). PGlite has one connection and serialises anyway.
+for (const kind of databaseKinds()) {
+  describe(`lock order (${kind})`, () => {
+    let t: TestApp;
+    before(async () => { t = await buildTestApp(kind); });
+    after(() => t.close());
+    const headers = () => ({ authorization: `Bearer ${t.adminToken}` });
+
+    test('a datapool assignment change racing the delete of its contact person never answers 500', async () => {
+      const group = await createGroup(t);
+      const role = await createRole(t);
+      const statuses: number[] = [];
+      for (let i = 0; i < 15; i++) {
+        const user = await createUser(t);
+        const pool = (await t.app.inject({ method: 'POST', url: '/v1/datapools', headers: headers(), payload: { name: uniqueName('pool'), description: 'd', contactPersonId: user.id } })).json();
+        const responses = await Promise.all([
+          t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
+          t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { assignments: [{ groupId: group.id, roleId: role.id }] } }),
+        ]);
+        statuses.push(...responses.map((response) => response.statusCode));
+      }
+      assert.deepEqual(statuses.filter((status) => status >= 500), []);
+      assert.ok(statuses.every((status) => status === 200 || status === 204), statuses.join(','));
+    });
+
+    test('a group contact change racing the replacement of that user\'s groups never answers 500', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 15; i++) {
+        const user = await createUser(t);
+        const group = await createGroup(t);
+        const responses = await Promise.all([
+          t.app.inject({ method: 'PATCH', url: `/v1/groups/${group.id}`, headers: headers(), payload: { contactUserId: user.id } }),
+          t.app.inject({ method: 'PUT', url: `/v1/users/${user.id}/groups`, headers: headers(), payload: [group.id] }),
+        ]);
+        statuses.push(...responses.map((response) => response.statusCode));
+      }
+      assert.ok(statuses.every((status) => status === 200), statuses.join(','));
+    });
+  });
+}
