@@ -30,6 +30,21 @@ for (const kind of databaseKinds()) {
       assert.ok(statuses.every((status) => status === 200 || status === 204), statuses.join(','));
     });
 
+    test('naming a contact person racing the delete of that user never answers 500', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 15; i++) {
+        const user = await createUser(t);
+        const pool = (await t.app.inject({ method: 'POST', url: '/v1/datapools', headers: headers(), payload: { name: uniqueName('pool'), description: 'd' } })).json();
+        const responses = await Promise.all([
+          t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { contactPersonId: user.id } }),
+          t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
+        ]);
+        statuses.push(...responses.map((response) => response.statusCode));
+      }
+      // The PATCH either lands first (200, then the delete clears the contact) or finds no user (400).
+      assert.ok(statuses.every((status) => [200, 204, 400].includes(status)), statuses.join(','));
+    });
+
     test('a group contact change racing the replacement of that user\'s groups never answers 500', async () => {
       const statuses: number[] = [];
       for (let i = 0; i < 15; i++) {

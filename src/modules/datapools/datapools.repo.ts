@@ -56,6 +56,3 @@ export async function datapoolExists(db: Database, id: string): Promise<boolean>
   return (await db.selectFrom('datapools').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 }
 
-export async function userExists(db: Database, id: string): Promise<boolean> {
-  return (await db.selectFrom('users').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
-}

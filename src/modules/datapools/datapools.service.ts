@@ -9,7 +9,8 @@ import type { ReadableScope } from '../../access/check-access.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
 import { deleteAssignmentsOfScope, replaceScopedAssignments } from '../assignments/assignments.service.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
-import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool, userExists } from './datapools.repo.js';
+import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool } from './datapools.repo.js';
+import { lockMissingIds } from '../../db/missing-ids.js';
 import type { Datapool, DatapoolInput, DatapoolListQuery, DatapoolPatch } from './datapools.schemas.js';
 
 const duplicateName = (name: string) => `A datapool named "${name}" already exists`;
@@ -33,7 +34,7 @@ export async function listDatapoolAssignments(db: Database, id: string): Promise
 }
 
 async function checkContactPerson(db: Database, contactPersonId: string | null | undefined) {
-  if (contactPersonId && !(await userExists(db, contactPersonId))) throw unknownContactPerson();
+  if (contactPersonId && (await lockMissingIds(db, 'users', [contactPersonId])).size > 0) throw unknownContactPerson();
 }
 
 /**
@@ -70,10 +71,12 @@ export async function updateDatapool(
   db: Database, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<Datapool> {
   await db.transaction().execute(async (trx) => {
+    // The contact user before the datapool row: a user delete locks them in that order too
+    // (the user, then the datapools naming them, to clear the contact), so neither can deadlock.
+    await checkContactPerson(trx, input.contactPersonId);
     if (!(await lockDatapool(trx, id))) throw notFound('Datapool', id);
     const current = await getDatapool(trx, id);
     assertIfMatch(ifMatch, current);
-    await checkContactPerson(trx, input.contactPersonId);
     const name = input.name ?? current.name;
     const contactPersonId = input.contactPersonId !== undefined ? input.contactPersonId : mode === 'replace' ? null : current.contactPerson?.id ?? null;
     await writeRow(name, () => trx.updateTable('datapools').set({

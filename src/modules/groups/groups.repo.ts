@@ -68,15 +68,6 @@ export async function findGroupPage(db: Database, query: GroupListQuery, request
 export const lockGroup = (db: Database, id: string) =>
   db.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
 
-/** The ids among `userIds` that are not users. */
-export async function unknownUserIds(db: Database, userIds: string[]): Promise<Set<string>> {
-  if (userIds.length === 0) return new Set();
-  // FOR KEY SHARE: a concurrent delete of one of these users waits until the group is written.
-  const found = await db.selectFrom('users').select('id').where('id', 'in', userIds).forKeyShare().execute();
-  const known = new Set(found.map((row) => row.id));
-  return new Set(userIds.filter((id) => !known.has(id)));
-}
-
 export async function setMembers(db: Database, groupId: string, userIds: string[]) {
   await db.deleteFrom('group_members').where('group_id', '=', groupId).execute();
   if (userIds.length > 0) await db.insertInto('group_members').values(userIds.map((userId) => ({ group_id: groupId, user_id: userId }))).execute();

@@ -8,7 +8,8 @@ import { uniquely } from '../../db/constraint-errors.js';
 import { replaceGroupAssignments } from '../assignments/assignments.service.js';
 import type { GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
 import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
-import { findGroupPage, GROUP_SORT_COLUMNS, loadGroups, lockGroup, setMembers, unknownUserIds } from './groups.repo.js';
+import { findGroupPage, GROUP_SORT_COLUMNS, loadGroups, lockGroup, setMembers } from './groups.repo.js';
+import { lockMissingIds } from '../../db/missing-ids.js';
 import type { Group, GroupInput, GroupListQuery, GroupPatch } from './groups.schemas.js';
 
 const duplicateName = (name: string) => `A group named "${name}" already exists`;
@@ -26,9 +27,9 @@ export async function listGroups(db: Database, query: GroupListQuery) {
 }
 
 async function checkUsers(db: Database, contactUserId: string | null | undefined, memberIds: string[] | undefined) {
-  if (contactUserId && (await unknownUserIds(db, [contactUserId])).size > 0) throw validationFailed('contactUserId', 'no user has this id');
+  if (contactUserId && (await lockMissingIds(db, 'users', [contactUserId])).size > 0) throw validationFailed('contactUserId', 'no user has this id');
   if (!memberIds) return;
-  const unknown = await unknownUserIds(db, memberIds);
+  const unknown = await lockMissingIds(db, 'users', memberIds);
   const index = memberIds.findIndex((id) => unknown.has(id));
   if (index >= 0) throw validationFailed(`memberIds[${index}]`, 'no user has this id');
 }

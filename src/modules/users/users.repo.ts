@@ -82,15 +82,6 @@ export const lockUser = (db: Database, id: string) =>
 export const touchUser = (db: Database, id: string) =>
   db.updateTable('users').set({ modified_at: sql`now()` }).where('id', '=', id).execute();
 
-/** The ids among `groupIds` that are not groups. */
-export async function unknownGroupIds(db: Database, groupIds: readonly string[]): Promise<Set<string>> {
-  if (groupIds.length === 0) return new Set();
-  // FOR KEY SHARE: a concurrent delete of one of these groups waits until the memberships are written.
-  const found = await db.selectFrom('groups').select('id').where('id', 'in', groupIds).forKeyShare().execute();
-  const known = new Set(found.map((row) => row.id));
-  return new Set(groupIds.filter((id) => !known.has(id)));
-}
-
 /**
  * Makes the user a member of exactly `groupIds`, by difference, and touches the groups whose
  * membership changed. Returns how many memberships were added or removed.

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { Caller } from '../../access/caller.js';
 import { uniquely } from '../../db/constraint-errors.js';
+import { lockMissingIds } from '../../db/missing-ids.js';
 import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import {
-  deleteUserRow, findUserPage, insertUser, loadUsers, lockUser, replaceMemberships, touchUser, unknownGroupIds,
+  deleteUserRow, findUserPage, insertUser, loadUsers, lockUser, replaceMemberships, touchUser,
   updateUserRow, USER_SORT_COLUMNS, type UserValues,
 } from './users.repo.js';
 import type { CurrentUser, User, UserInput, UserListQuery, UserPatch } from './users.schemas.js';
@@ -70,7 +71,7 @@ export async function replaceGroupsOfUser(db: Database, id: string, groupIds: st
     await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     assertIfMatch(ifMatch, await getUser(trx, id));
-    const unknown = await unknownGroupIds(trx, groupIds);
+    const unknown = await lockMissingIds(trx, 'groups', groupIds);
     const index = groupIds.findIndex((groupId) => unknown.has(groupId));
     if (index >= 0) throw validationFailed(`[${index}]`, 'no group has this id');
     const changed = await keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds));
