@@ -1,5 +1,5 @@
 import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { ListRequest, SharedListQuery } from '../http/page.js';
+import type { ListRequest, SharedFilters } from '../http/page.js';
 import { splitIds } from '../http/page.js';
 
 /** `%value%` for ILIKE with the caller's `%`, `_` and `\` taken literally. */
@@ -12,7 +12,7 @@ export const containsAny = (columns: string[], value: string): Expression<SqlBoo
 };
 
 /** Applies the shared filters (ids, created/modified ranges) to a list query on `alias`. */
-export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(qb: QB, alias: string, query: SharedListQuery): QB {
+export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(qb: QB, alias: string, query: SharedFilters): QB {
   let out = qb as SelectQueryBuilder<any, any, any>;
   const ids = splitIds(query.id);
   if (ids) out = out.where(sql.ref(`${alias}.id`), 'in', ids);

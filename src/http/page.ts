@@ -7,21 +7,30 @@ export const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 export const UuidList = Type.String({ pattern: `^${UUID_PATTERN}(,${UUID_PATTERN})*$`, description: 'comma-separated UUIDs' });
 const MAX_PAGE_SIZE = 1000;
 
-/** The query parameters every paginated list takes (the specification's shared list parameters). */
-export const sharedListParameters = {
-  page: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0, description: 'zero-based page index' }), // Spring's int; keeps page * size a safe offset
-  size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'page size' }),
-  sort: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]+(,(asc|desc|ASC|DESC|Asc|Desc))?$' }), {
-    description: 'property,(asc|desc); repeatable; default createdAt,DESC',
-  })),
+/** `sort=property[,asc|desc]`, repeatable. */
+export const SortParameter = (defaultSort: string) => Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]+(,(asc|desc|ASC|DESC|Asc|Desc))?$' }), {
+  description: `property,(asc|desc); repeatable; default ${defaultSort}`,
+}));
+
+/** The filters every list takes: ids and creation/modification ranges (bounds inclusive). */
+export const sharedFilterParameters = {
   id: Type.Optional(Type.Array(UuidList, { description: 'one or more ids, comma-separated' })),
   createdAtFrom: Type.Optional(DateTime),
   createdAtTo: Type.Optional(DateTime),
   modifiedAtFrom: Type.Optional(DateTime),
   modifiedAtTo: Type.Optional(DateTime),
 };
-const SharedListQuery = Type.Object(sharedListParameters);
-export type SharedListQuery = Static<typeof SharedListQuery>;
+const SharedFilters = Type.Object(sharedFilterParameters);
+export type SharedFilters = Static<typeof SharedFilters>;
+
+/** The query parameters every paginated list takes (the specification's shared list parameters). */
+export const sharedListParameters = {
+  // Spring's int: keeps page * size a safe offset.
+  page: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0, description: 'zero-based page index' }),
+  size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'page size' }),
+  sort: SortParameter('createdAt,DESC'),
+  ...sharedFilterParameters,
+};
 
 export interface SortSpec { property: string; direction: 'asc' | 'desc' }
 

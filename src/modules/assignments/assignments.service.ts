@@ -129,8 +129,12 @@ export async function replaceGroupAssignments(trx: Database, tenantId: string, g
   await lockTenantAdministratorGuard(trx); // before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
   const checks: AssignableItem[] = [];
+  // Many items name the same scope (several roles on one datapool): look each scope up once.
+  const scopes = new Map<string, Awaited<ReturnType<typeof resolveScope>>>();
   for (const [index, item] of items.entries()) {
-    const scope = await resolveScope(trx, tenantId, item.scopeType as ScopeType | undefined, item.scopeId, `[${index}].`);
+    const scopeKey = `${item.scopeType ?? ''}|${item.scopeId ?? ''}`;
+    const scope = scopes.get(scopeKey) ?? await resolveScope(trx, tenantId, item.scopeType as ScopeType | undefined, item.scopeId, `[${index}].`);
+    scopes.set(scopeKey, scope);
     checks.push({ groupId, roleId: item.roleId, scopeType: scope.scopeType, field: `[${index}].` });
     desired.push({ groupId, roleId: item.roleId, ...scope });
   }

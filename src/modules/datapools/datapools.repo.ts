@@ -1,5 +1,5 @@
 import { sql, type SqlBool } from 'kysely';
-import { jsonObjectFrom } from 'kysely/helpers/postgres';
+import { userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
 import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
@@ -11,7 +11,6 @@ export const DATAPOOL_SORT_COLUMNS: Record<string, string> = {
   name: 'd.name', description: 'd.description', createdAt: 'd.created_at', modifiedAt: 'd.modified_at',
 };
 
-const fullName = sql<string>`u.first_name || ' ' || u.last_name`;
 
 /** Full datapool representations (with the contact person's Ref), in one query. */
 export async function loadDatapools(db: Database, ids: string[]): Promise<Datapool[]> {
@@ -19,7 +18,7 @@ export async function loadDatapools(db: Database, ids: string[]): Promise<Datapo
   const rows = await db.selectFrom('datapools as d')
     .selectAll('d')
     .select((eb) => [
-      jsonObjectFrom(eb.selectFrom('users as u').select(['u.id', fullName.as('name')]).whereRef('u.id', '=', 'd.contact_person_id')).as('contact_person'),
+      userRefOf(eb, 'd.contact_person_id').as('contact_person'),
     ])
     .where('d.id', 'in', ids)
     .execute();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
+import { userFullName, userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
 import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import { splitIds, type ListRequest } from '../../http/page.js';
@@ -11,7 +12,6 @@ export const GROUP_SORT_COLUMNS: Record<string, string> = {
   name: 'g.name', description: 'g.description', createdAt: 'g.created_at', modifiedAt: 'g.modified_at',
 };
 
-const fullName = sql<string>`u.first_name || ' ' || u.last_name`;
 
 /** Full group representations: contact, members, datapools and assignments, in two queries. */
 export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> {
@@ -20,9 +20,9 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
     db.selectFrom('groups as g')
       .selectAll('g')
       .select((eb) => [
-        jsonObjectFrom(eb.selectFrom('users as u').select(['u.id', fullName.as('name')]).whereRef('u.id', '=', 'g.contact_user_id')).as('contact_user'),
+        userRefOf(eb, 'g.contact_user_id').as('contact_user'),
         jsonArrayFrom(eb.selectFrom('group_members as gm').innerJoin('users as u', 'u.id', 'gm.user_id')
-          .select(['u.id', fullName.as('name')]).whereRef('gm.group_id', '=', 'g.id').orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id')).as('members'),
+          .select(['u.id', userFullName.as('name')]).whereRef('gm.group_id', '=', 'g.id').orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id')).as('members'),
         // From the group's own DATAPOOL assignments to their datapools (not every datapool probed).
         jsonArrayFrom(eb.selectFrom('assignments as a').innerJoin('datapools as d', 'd.id', 'a.scope_id').distinct().select(['d.id', 'd.name'])
           .whereRef('a.group_id', '=', 'g.id').where('a.scope_type', '=', 'DATAPOOL').orderBy('d.name')).as('datapools'),

@@ -12,7 +12,7 @@ export const PERMISSION_SORT_COLUMNS: Record<string, string> = {
 
 export async function findPermissions(db: Database, query: PermissionListQuery): Promise<PermissionRow[]> {
   const sort = parseSort(query.sort, Object.keys(PERMISSION_SORT_COLUMNS), { property: 'name', direction: 'asc' });
-  let qb = withSharedFilters(db.selectFrom('permissions as p').selectAll('p'), 'p', { page: 0, size: 1, ...query });
+  let qb = withSharedFilters(db.selectFrom('permissions as p').selectAll('p'), 'p', query);
   if (query.name) qb = qb.where(containsAny(['p.name'], query.name));
   if (query.description) qb = qb.where(containsAny(['p.description'], query.description));
   if (query.q) qb = qb.where(containsAny(['p.name', 'p.description'], query.q));

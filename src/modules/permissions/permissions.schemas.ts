@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, Uuid } from '../../http/schemas.js';
-import { UuidList } from '../../http/page.js';
+import { SortParameter, sharedFilterParameters } from '../../http/page.js';
 
 export const PermissionTypeSchema = Type.Enum(['SYSTEM', 'DATA']);
 export const PermissionCategorySchema = Type.Enum(['TENANT_ADMINISTRATION', 'DATA']);
@@ -20,12 +20,8 @@ export type Permission = Static<typeof Permission>;
 
 /** Not paginated: the catalogue is small and the specification lists it as a plain array. */
 export const PermissionListQuery = Type.Object({
-  sort: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]+(,(asc|desc|ASC|DESC|Asc|Desc))?$' }), { description: 'property,(asc|desc); default name,asc' })),
-  id: Type.Optional(Type.Array(UuidList)),
-  createdAtFrom: Type.Optional(DateTime),
-  createdAtTo: Type.Optional(DateTime),
-  modifiedAtFrom: Type.Optional(DateTime),
-  modifiedAtTo: Type.Optional(DateTime),
+  sort: SortParameter('name,asc'),
+  ...sharedFilterParameters,
   name: Type.Optional(Type.String({ description: 'partial match' })),
   description: Type.Optional(Type.String({ description: 'partial match' })),
   q: Type.Optional(Type.String({ description: 'partial match in name or description' })),

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
+import { userFullName } from '../../db/user-ref.js';
 import type { Title } from '../../db/schema.js';
 import { containsAny, containsPattern, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
@@ -53,7 +54,7 @@ export async function findUserPage(db: Database, query: UserListQuery, request: 
   if (query.email) qb = qb.where(sql`lower(u.email)`, '=', query.email.toLowerCase());
   if (query.q) {
     const pattern = containsPattern(query.q);
-    qb = qb.where(sql<boolean>`((u.first_name || ' ' || u.last_name) ilike ${pattern} or u.email ilike ${pattern})`);
+    qb = qb.where(sql<boolean>`((${userFullName}) ilike ${pattern} or u.email ilike ${pattern})`);
   }
   return fetchPageIds(qb, 'u', request, USER_SORT_COLUMNS);
 }
