@@ -33,12 +33,8 @@ export const DatapoolInput = Type.Object({
 }, { additionalProperties: false, title: 'DatapoolInput' });
 export type DatapoolInput = Static<typeof DatapoolInput>;
 
-export const DatapoolPatch = Type.Object({
-  name: Type.Optional(fields.name),
-  description: Type.Optional(fields.description),
-  contactPersonId: Type.Optional(fields.contactPersonId),
-  assignments: Type.Optional(fields.assignments),
-}, { additionalProperties: false, title: 'DatapoolPatch' });
+/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
+export const DatapoolPatch = Type.Partial(DatapoolInput, { additionalProperties: false, title: 'DatapoolPatch' });
 export type DatapoolPatch = Static<typeof DatapoolPatch>;
 
 export const DatapoolListQuery = Type.Object({

@@ -31,12 +31,8 @@ export const GroupInput = Type.Object({
 }, { additionalProperties: false, title: 'GroupInput' });
 export type GroupInput = Static<typeof GroupInput>;
 
-export const GroupPatch = Type.Object({
-  name: Type.Optional(fields.name),
-  description: Type.Optional(fields.description),
-  contactUserId: Type.Optional(fields.contactUserId),
-  memberIds: Type.Optional(fields.memberIds),
-}, { additionalProperties: false, title: 'GroupPatch' });
+/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
+export const GroupPatch = Type.Partial(GroupInput, { additionalProperties: false, title: 'GroupPatch' });
 export type GroupPatch = Static<typeof GroupPatch>;
 
 export const GroupAssignmentsInput = Type.Array(GroupRoleAssignmentInput, { maxItems: 1000, title: 'GroupRoleAssignments' });

@@ -37,14 +37,8 @@ export const UserInput = Type.Object({
 }, { additionalProperties: false, title: 'UserInput' });
 export type UserInput = Static<typeof UserInput>;
 
-// Written out rather than Type.Partial(UserInput): Partial drops additionalProperties.
-export const UserPatch = Type.Object({
-  email: Type.Optional(fields.email),
-  firstName: Type.Optional(fields.firstName),
-  lastName: Type.Optional(fields.lastName),
-  phone: Type.Optional(fields.phone),
-  title: Type.Optional(fields.title),
-}, { additionalProperties: false, title: 'UserPatch' });
+/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
+export const UserPatch = Type.Partial(UserInput, { additionalProperties: false, title: 'UserPatch' });
 export type UserPatch = Static<typeof UserPatch>;
 
 export const UserGroupsInput = Type.Array(Uuid, {
