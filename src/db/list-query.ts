@@ -51,3 +51,17 @@ export function inIdOrder<T extends { id: string }>(ids: readonly string[], item
   const byId = new Map(items.map((item) => [item.id, item]));
   return ids.map((id) => byId.get(id)).filter((item): item is T => item !== undefined);
 }
+
+/**
+ * The text filters of every named resource: `name` and `description` (partial match each) and
+ * `q` (partial match in either), on the columns `${alias}.name` and `${alias}.description`.
+ */
+export function withNameDescriptionFilters<QB extends SelectQueryBuilder<any, any, any>>(
+  qb: QB, alias: string, query: { name?: string; description?: string; q?: string },
+): QB {
+  let out = qb as SelectQueryBuilder<any, any, any>;
+  if (query.name) out = out.where(containsAny([`${alias}.name`], query.name));
+  if (query.description) out = out.where(containsAny([`${alias}.description`], query.description));
+  if (query.q) out = out.where(containsAny([`${alias}.name`, `${alias}.description`], query.q));
+  return out as QB;
+}

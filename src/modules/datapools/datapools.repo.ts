@@ -1,7 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import { userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
-import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
@@ -41,9 +41,7 @@ export async function findDatapoolPage(db: Database, query: DatapoolListQuery, r
     const readableIds = [...new Set([...readable.ids, ...readable.datapoolIds])];
     qb = readableIds.length > 0 ? qb.where('d.id', 'in', readableIds) : qb.where(sql<SqlBool>`false`);
   }
-  if (query.name) qb = qb.where(containsAny(['d.name'], query.name));
-  if (query.description) qb = qb.where(containsAny(['d.description'], query.description));
-  if (query.q) qb = qb.where(containsAny(['d.name', 'd.description'], query.q));
+  qb = withNameDescriptionFilters(qb, 'd', query);
   if (query.contactPersonId) qb = qb.where('d.contact_person_id', '=', query.contactPersonId);
   return fetchPageIds(qb, 'd', request, DATAPOOL_SORT_COLUMNS);
 }

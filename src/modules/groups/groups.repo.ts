@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { userFullName, userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
-import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import { splitIds, type ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
 import { loadAssignments } from '../assignments/assignments.repo.js';
@@ -53,9 +53,7 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
 
 export async function findGroupPage(db: Database, query: GroupListQuery, request: ListRequest) {
   let qb = withSharedFilters(db.selectFrom('groups as g'), 'g', query);
-  if (query.name) qb = qb.where(containsAny(['g.name'], query.name));
-  if (query.description) qb = qb.where(containsAny(['g.description'], query.description));
-  if (query.q) qb = qb.where(containsAny(['g.name', 'g.description'], query.q));
+  qb = withNameDescriptionFilters(qb, 'g', query);
   if (query.contactUserId) qb = qb.where('g.contact_user_id', '=', query.contactUserId);
   const memberIds = splitIds(query.memberIds);
   if (memberIds) {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { PermissionRow } from '../../db/schema.js';
-import { containsAny, withSharedFilters } from '../../db/list-query.js';
+import { withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
 import { parseSort } from '../../http/page.js';
 import type { PermissionListQuery } from './permissions.schemas.js';
 
@@ -13,9 +13,7 @@ export const PERMISSION_SORT_COLUMNS: Record<string, string> = {
 export async function findPermissions(db: Database, query: PermissionListQuery): Promise<PermissionRow[]> {
   const sort = parseSort(query.sort, Object.keys(PERMISSION_SORT_COLUMNS), { property: 'name', direction: 'asc' });
   let qb = withSharedFilters(db.selectFrom('permissions as p').selectAll('p'), 'p', query);
-  if (query.name) qb = qb.where(containsAny(['p.name'], query.name));
-  if (query.description) qb = qb.where(containsAny(['p.description'], query.description));
-  if (query.q) qb = qb.where(containsAny(['p.name', 'p.description'], query.q));
+  qb = withNameDescriptionFilters(qb, 'p', query);
   if (query.permissionType) qb = qb.where('p.permission_type', '=', query.permissionType);
   if (query.category) qb = qb.where('p.category', '=', query.category);
   if (query.source) qb = qb.where('p.source', '=', query.source);

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
 import type { RoleType } from '../../db/schema.js';
-import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
 import type { Role, RoleListQuery } from './roles.schemas.js';
@@ -46,9 +46,7 @@ export async function loadRoles(db: Database, ids: string[]): Promise<Role[]> {
 
 export async function findRolePage(db: Database, query: RoleListQuery, request: ListRequest) {
   let qb = withSharedFilters(db.selectFrom('roles as r'), 'r', query);
-  if (query.name) qb = qb.where(containsAny(['r.name'], query.name));
-  if (query.description) qb = qb.where(containsAny(['r.description'], query.description));
-  if (query.q) qb = qb.where(containsAny(['r.name', 'r.description'], query.q));
+  qb = withNameDescriptionFilters(qb, 'r', query);
   if (query.roleType) qb = qb.where('r.role_type', 'in', query.roleType.flatMap((value) => value.split(',')) as RoleType[]);
   if (query.readonly !== undefined) qb = qb.where('r.readonly', '=', query.readonly);
   return fetchPageIds(qb, 'r', request, ROLE_SORT_COLUMNS);
