@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 
 /** Building blocks shared by the modules' schemas. */
 export const Uuid = Type.String({ format: 'uuid', 'x-lowercase': true });
@@ -10,6 +10,18 @@ export const DateTime = Type.String({
   format: 'date-time',
   pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-](0\\d|1[0-5]):[0-5]\\d)$',
 });
+/**
+ * A schema that also admits null, as one JSON Schema type list (`["string", "null"]`) rather than
+ * an anyOf: a wrong value then gets one message, not one per branch. For primitive schemas (with
+ * a single `type`) and enums.
+ */
+export function Nullable<T extends TSchema>(schema: T) {
+  const source = schema as unknown as { type?: unknown; enum?: unknown[] };
+  if (Array.isArray(source.enum)) return Type.Unsafe<Static<T> | null>({ ...schema, enum: [...source.enum, null] });
+  if (typeof source.type !== 'string') throw new TypeError('Nullable takes a schema with one type');
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [source.type, 'null'] });
+}
+
 export const Ref = Type.Object({ id: Uuid, name: Type.String() }, { title: 'Ref' });
 export const IdParams = Type.Object({ id: Uuid });
 export const ScopeTypeSchema = Type.Enum(['TENANT', 'DATASTRUCTURE', 'DATASOURCE', 'DATASET', 'DATAPOOL']);
