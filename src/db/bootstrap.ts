@@ -4,6 +4,7 @@ import type { Database } from './client.js';
 import type { Config } from '../config.js';
 import { ADMINISTRATORS_GROUP, PERMISSION_CATALOGUE, SEEDED_ROLES, TENANT_ADMINISTRATOR_ROLE } from '../access/catalogue.js';
 import { stableId } from '../access/stable-id.js';
+import { scopeColumns } from '../access/scopes.js';
 
 // Any constant works; it only has to be the same in every process of one installation.
 const BOOTSTRAP_LOCK_KEY = 7_041_913;
@@ -69,7 +70,7 @@ export async function bootstrap(db: Database, settings: Config['bootstrap']): Pr
     await trx.insertInto('group_members').values({ group_id: ADMINISTRATORS_GROUP.id, user_id: admin.id }).onConflict((oc) => oc.doNothing()).execute();
     await trx
       .insertInto('assignments')
-      .values({ id: randomUUID(), group_id: ADMINISTRATORS_GROUP.id, role_id: TENANT_ADMINISTRATOR_ROLE.id, scope_type: 'TENANT', scope_id: tenant.id })
+      .values({ id: randomUUID(), group_id: ADMINISTRATORS_GROUP.id, role_id: TENANT_ADMINISTRATOR_ROLE.id, ...scopeColumns('TENANT', tenant.id) })
       .onConflict((oc) => oc.doNothing())
       .execute();
     return tenant;

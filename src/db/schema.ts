@@ -40,6 +40,9 @@ export interface UsersTable {
   last_name: string;
   phone: string | null;
   title: Title;
+  active: Generated<boolean>;
+  /** The identity provider's subject (`sub`); a token with that `sub` is this user. */
+  external_id: string | null;
   created_at: Timestamp;
   modified_at: Timestamp;
 }
@@ -49,6 +52,7 @@ export interface GroupsTable {
   name: string;
   description: string;
   contact_user_id: string | null;
+  parent_group_id: string | null;
   created_at: Timestamp;
   modified_at: Timestamp;
 }
@@ -70,6 +74,9 @@ export interface AssignmentsTable {
   role_id: string;
   scope_type: ScopeType;
   scope_id: string;
+  /** Exactly one of these, the one of scope_type, is set and equals scope_id (a foreign key each). */
+  tenant_id: string | null;
+  datapool_id: string | null;
   created_at: Timestamp;
   modified_at: Timestamp;
 }

@@ -1,3 +1,4 @@
+import { scopeColumns } from '../../src/access/scopes.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -181,7 +182,7 @@ for (const kind of databaseKinds()) {
           if (response.statusCode === 204) {
             // Nobody can administer any more: put the assignment back through the database.
             await t.ctx.db.insertInto('assignments')
-              .values({ id: original.id, group_id: administrators.id, role_id: administrator.id, scope_type: 'TENANT', scope_id: t.ctx.tenant.id })
+              .values({ id: original.id, group_id: administrators.id, role_id: administrator.id, ...scopeColumns('TENANT', t.ctx.tenant.id) })
               .execute();
           }
           assert.equal((await request('DELETE', `/v1/assignments/${hollow.id}`)).statusCode, 204);

@@ -1,3 +1,4 @@
+import { scopeColumns } from '../../src/access/scopes.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -87,7 +88,7 @@ for (const kind of databaseKinds()) {
         assert.equal(permissions.length, grant.permissions.length);
         await t.ctx.db.insertInto('role_permissions').values(permissions.map((p) => ({ role_id: role, permission_id: p.id }))).execute();
         await t.ctx.db.insertInto('assignments')
-          .values({ id: randomUUID(), group_id: groupId, role_id: role, scope_type: grant.scopeType, scope_id: grant.scopeId }).execute();
+          .values({ id: randomUUID(), group_id: groupId, role_id: role, ...scopeColumns(grant.scopeType, grant.scopeId) }).execute();
       }
       return t.tokenFor(email);
     };

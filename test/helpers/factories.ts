@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import type { TestApp } from './test-app.js';
+import { scopeColumns } from '../../src/access/scopes.js';
 
 /**
  * Small builders for HTTP-level tests: each creates one resource through the API with the
@@ -145,7 +146,7 @@ export async function grant(t: TestApp, email: string, permissionNames: readonly
   if (system && scope.scopeType !== 'TENANT') {
     assert.ok(scope.scopeId, 'a scope below TENANT needs a scopeId');
     await t.ctx.db.insertInto('assignments')
-      .values({ id: randomUUID(), group_id: group.id, role_id: role.id, scope_type: scope.scopeType, scope_id: scope.scopeId })
+      .values({ id: randomUUID(), group_id: group.id, role_id: role.id, ...scopeColumns(scope.scopeType, scope.scopeId) })
       .execute();
   } else {
     await createAssignment(t, { groupId: group.id, roleId: role.id, scopeType: scope.scopeType, ...(scope.scopeId ? { scopeId: scope.scopeId } : {}) });

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { scopeColumns } from '../../src/access/scopes.js';
 import { ADMIN_EMAIL, buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 
 const ME_KEYS = ['assignments', 'email', 'firstName', 'id', 'lastName', 'title', 'username'];
@@ -99,14 +100,15 @@ for (const kind of databaseKinds()) {
       const roles = await t.ctx.db.selectFrom('roles').select(['id', 'name']).where('name', 'in', ['Data Consumer', 'Data Owner']).execute();
       const roleId = (name: string) => roles.find((role) => role.name === name)!.id;
       const [poolLow, poolHigh] = ['00000000-0000-4000-8000-000000000001', 'ffffffff-ffff-4fff-bfff-ffffffffffff'];
-      const dataset = randomUUID();
+      await t.ctx.db.insertInto('datapools').values([
+        { id: poolLow, name: `pool-low-${tag}`, description: 'low' }, { id: poolHigh, name: `pool-high-${tag}`, description: 'high' },
+      ]).execute();
       await t.ctx.db.insertInto('assignments').values([
-        { id: randomUUID(), group_id: groupA, role_id: roleId('Data Consumer'), scope_type: 'DATASET', scope_id: dataset },
-        { id: randomUUID(), group_id: groupA, role_id: roleId('Data Consumer'), scope_type: 'DATAPOOL', scope_id: poolHigh },
+        { id: randomUUID(), group_id: groupA, role_id: roleId('Data Consumer'), ...scopeColumns('DATAPOOL', poolHigh) },
         // The same scope through two groups and two roles: one entry, the union of the permissions.
-        { id: randomUUID(), group_id: groupA, role_id: roleId('Data Consumer'), scope_type: 'DATAPOOL', scope_id: poolLow },
-        { id: randomUUID(), group_id: groupB, role_id: roleId('Data Owner'), scope_type: 'DATAPOOL', scope_id: poolLow },
-        { id: randomUUID(), group_id: groupB, role_id: roleId('Data Consumer'), scope_type: 'DATAPOOL', scope_id: poolLow },
+        { id: randomUUID(), group_id: groupA, role_id: roleId('Data Consumer'), ...scopeColumns('DATAPOOL', poolLow) },
+        { id: randomUUID(), group_id: groupB, role_id: roleId('Data Owner'), ...scopeColumns('DATAPOOL', poolLow) },
+        { id: randomUUID(), group_id: groupB, role_id: roleId('Data Consumer'), ...scopeColumns('DATAPOOL', poolLow) },
       ]).execute();
       const consumer = await permissionsOfRole('Data Consumer');
       const owner = await permissionsOfRole('Data Owner');
@@ -118,12 +120,11 @@ for (const kind of databaseKinds()) {
         assignments: [
           { scopeType: 'DATAPOOL', scopeId: poolLow, permissions: [...new Set([...owner, ...consumer])].sort() },
           { scopeType: 'DATAPOOL', scopeId: poolHigh, permissions: consumer },
-          { scopeType: 'DATASET', scopeId: dataset, permissions: consumer },
         ],
       });
 
       // X-Allowed-Scope-Ids keeps only the listed scopes.
-      const narrowed = await okMe(await t.tokenFor(email), { 'x-allowed-scope-ids': `${dataset.toUpperCase()}, ${poolHigh}` });
+      const narrowed = await okMe(await t.tokenFor(email), { 'x-allowed-scope-ids': `${randomUUID()}, ${poolHigh.toUpperCase()}` });
       assert.deepEqual(narrowed.assignments, body.assignments.slice(1));
     });
 

@@ -1,3 +1,4 @@
+import { scopeColumns } from '../../src/access/scopes.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -342,7 +343,7 @@ for (const kind of databaseKinds()) {
         await t.ctx.db.insertInto('role_permissions').values({ role_id: roleId, permission_id: permission.id }).execute();
         const groupId = await insertGroup(`readers-${tag}`);
         await t.ctx.db.insertInto('group_members').values({ group_id: groupId, user_id: caller.id }).execute();
-        await t.ctx.db.insertInto('assignments').values({ id: randomUUID(), group_id: groupId, role_id: roleId, scope_type: 'TENANT', scope_id: t.ctx.tenant.id }).execute();
+        await t.ctx.db.insertInto('assignments').values({ id: randomUUID(), group_id: groupId, role_id: roleId, ...scopeColumns('TENANT', t.ctx.tenant.id) }).execute();
         const token = await t.tokenFor(caller.email);
 
         assert.equal((await api('GET', `/v1/users?id=${caller.id}`, { token })).statusCode, 200);
@@ -354,7 +355,9 @@ for (const kind of databaseKinds()) {
         const poolReader = await createUser();
         const poolGroup = await insertGroup(`pool-readers-${tag}`);
         await t.ctx.db.insertInto('group_members').values({ group_id: poolGroup, user_id: poolReader.id }).execute();
-        await t.ctx.db.insertInto('assignments').values({ id: randomUUID(), group_id: poolGroup, role_id: roleId, scope_type: 'DATAPOOL', scope_id: randomUUID() }).execute();
+        const pool = randomUUID();
+        await t.ctx.db.insertInto('datapools').values({ id: pool, name: `pool-${tag}`, description: 'a pool' }).execute();
+        await t.ctx.db.insertInto('assignments').values({ id: randomUUID(), group_id: poolGroup, role_id: roleId, ...scopeColumns('DATAPOOL', pool) }).execute();
         const poolToken = await t.tokenFor(poolReader.email);
         assertProblem(await api('GET', '/v1/users', { token: poolToken }), 403, 'ACCESS_DENIED');
         assertProblem(await api('GET', `/v1/users/${poolReader.id}`, { token: poolToken }), 403, 'ACCESS_DENIED');
@@ -604,15 +607,13 @@ for (const kind of databaseKinds()) {
         const roles = await t.ctx.db.selectFrom('roles').select(['id', 'name']).where('name', 'in', ['Data Consumer', 'Data Owner']).execute();
         const consumer = roles.find((role) => role.name === 'Data Consumer')!.id;
         const owner = roles.find((role) => role.name === 'Data Owner')!.id;
-        const assign = (groupId: string, roleId: string, scopeType: 'DATAPOOL' | 'DATASET', scopeId: string) =>
-          ({ id: randomUUID(), group_id: groupId, role_id: roleId, scope_type: scopeType, scope_id: scopeId });
+        const assign = (groupId: string, roleId: string, scopeType: 'DATAPOOL', scopeId: string) =>
+          ({ id: randomUUID(), group_id: groupId, role_id: roleId, ...scopeColumns(scopeType, scopeId) });
         await t.ctx.db.insertInto('assignments').values([
           assign(g1, consumer, 'DATAPOOL', pool1),
           assign(g1, owner, 'DATAPOOL', pool1),
           assign(g2, consumer, 'DATAPOOL', pool1),
           assign(g2, consumer, 'DATAPOOL', pool2),
-          // A DATASET assignment whose scope id happens to be a datapool's is not a datapool assignment.
-          assign(g2, consumer, 'DATASET', pool3),
           assign(g3, consumer, 'DATAPOOL', pool3),
         ]).execute();
 

@@ -4,7 +4,7 @@ import type { ScopeType } from '../../db/schema.js';
 import { AppError, notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
-import { findScopeType, scopeExists } from '../../access/scopes.js';
+import { findScopeType, scopeColumns, scopeExists } from '../../access/scopes.js';
 import { isUniqueViolation } from '../../db/constraint-errors.js';
 import { ASSIGNMENT_SORT_COLUMNS, findAssignmentPage, loadAssignmentsByIds } from './assignments.repo.js';
 import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from './tenant-administrator-guard.js';
@@ -57,7 +57,7 @@ async function lockGroupsAndRoles(db: Database, items: AssignableItem[]) {
 
 async function insertAssignments(db: Database, assignments: ResolvedAssignment[]): Promise<string[]> {
   if (assignments.length === 0) return [];
-  const rows = assignments.map((a) => ({ id: randomUUID(), group_id: a.groupId, role_id: a.roleId, scope_type: a.scopeType, scope_id: a.scopeId }));
+  const rows = assignments.map((a) => ({ id: randomUUID(), group_id: a.groupId, role_id: a.roleId, ...scopeColumns(a.scopeType, a.scopeId) }));
   try {
     await db.insertInto('assignments').values(rows).execute();
   } catch (error) {
@@ -150,9 +150,4 @@ export async function replaceGroupAssignments(trx: Database, tenantId: string, g
 export async function replaceScopedAssignments(trx: Database, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments'): Promise<boolean> {
   await lockGroupsAndRoles(trx, items.map((item, index) => ({ ...item, scopeType, field: `${field}[${index}].` })));
   return replaceByDifference(trx, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
-}
-
-/** Removes every assignment on an object that is being deleted (scope ids have no foreign key). */
-export async function deleteAssignmentsOfScope(trx: Database, scopeId: string): Promise<void> {
-  await trx.deleteFrom('assignments').where('scope_id', '=', scopeId).execute();
 }

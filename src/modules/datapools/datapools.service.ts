@@ -7,7 +7,7 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { isForeignKeyViolation, uniquely } from '../../db/constraint-errors.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { deleteAssignmentsOfScope, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { replaceScopedAssignments } from '../assignments/assignments.service.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool } from './datapools.repo.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
@@ -107,8 +107,7 @@ export async function deleteDatapool(db: Database, id: string, ifMatch: string |
     const current = await getDatapool(trx, id);
     assertIfMatch(ifMatch, current);
     assertHoldsNoDatasets(current);
-    // Assignment scopes have no foreign key, so the datapool's assignments go explicitly.
-    await deleteAssignmentsOfScope(trx, id);
+    // Its assignments go with it, in this transaction: their foreign key cascades.
     await trx.deleteFrom('datapools').where('id', '=', id).execute();
   });
 }
