@@ -8,7 +8,7 @@ import type { PermissionName } from './catalogue.js';
  * covers only itself (a dataset's styles, mappings and pipelines are checked as the dataset).
  */
 export type ScopedObject =
-  | { scopeType: 'DATAPOOL'; id: string }
+  | { scopeType: 'TENANT' | 'DATAPOOL'; id: string }
   | { scopeType: 'DATASET' | 'DATASOURCE' | 'DATASTRUCTURE'; id: string; datapoolId: string | null };
 
 function hasTenantPermission(caller: Caller, permission: PermissionName): boolean {
@@ -21,7 +21,7 @@ export function requireTenantPermission(caller: Caller, permission: PermissionNa
 }
 
 export function hasPermissionOn(caller: Caller, permission: PermissionName, object: ScopedObject): boolean {
-  const datapoolId = object.scopeType === 'DATAPOOL' ? object.id : object.datapoolId;
+  const datapoolId = object.scopeType === 'DATAPOOL' ? object.id : 'datapoolId' in object ? object.datapoolId : null;
   return caller.grants.some(
     (grant) =>
       grant.permission === permission &&
@@ -37,7 +37,7 @@ export function hasPermissionOn(caller: Caller, permission: PermissionName, obje
  */
 export type ReadableScope = { all: true } | { all: false; ids: string[]; datapoolIds: string[] };
 
-export function readableScope(caller: Caller, permission: PermissionName, scopeType: ScopedObject['scopeType']): ReadableScope {
+export function readableScope(caller: Caller, permission: PermissionName, scopeType: Exclude<ScopedObject['scopeType'], 'TENANT'>): ReadableScope {
   const ids = new Set<string>();
   const datapoolIds = new Set<string>();
   for (const grant of caller.grants) {

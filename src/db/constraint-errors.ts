@@ -6,6 +6,12 @@ const sqlStateOf = (error: unknown): string | undefined =>
     ? (error as { code: string }).code
     : undefined;
 
+/** The name of the constraint an integrity error names (pg and PGlite both report it). */
+export const constraintOf = (error: unknown): string | undefined =>
+  typeof error === 'object' && error !== null && typeof (error as { constraint?: unknown }).constraint === 'string'
+    ? (error as { constraint: string }).constraint
+    : undefined;
+
 export const isUniqueViolation = (error: unknown) => sqlStateOf(error) === '23505';
 export const isForeignKeyViolation = (error: unknown) => sqlStateOf(error) === '23503';
 

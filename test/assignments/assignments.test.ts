@@ -385,7 +385,8 @@ for (const kind of databaseKinds()) {
         expectProblem(await request('GET', '/v1/assignments', undefined, {}, nobody), 403, 'ACCESS_DENIED');
         expectProblem(await request('GET', `/v1/assignments/${existing.id}`, undefined, {}, nobody), 403, 'ACCESS_DENIED');
 
-        const writer = await grant(t, uniqueEmail('asg-writer'), ['ASSIGNMENT_WRITE']);
+        // ... and DATASET_READ, which the assignment grants (no escalation).
+        const writer = await grant(t, uniqueEmail('asg-writer'), ['ASSIGNMENT_WRITE', 'DATASET_READ']);
         const created = await request('POST', '/v1/assignments', { groupId: group.id, roleId: other.id }, {}, writer);
         assert.equal(created.statusCode, 201, created.body);
         assert.equal((await request('DELETE', `/v1/assignments/${created.json().id}`, undefined, {}, writer)).statusCode, 204);

@@ -10,7 +10,7 @@ import {
 
 /** /v1/groups: CRUD, members and contact, filters, replacement of assignments, deletes, access, idempotency. */
 
-const GROUP_KEYS = ['assignments', 'contactUser', 'createdAt', 'datapools', 'description', 'id', 'members', 'modifiedAt', 'name'];
+const GROUP_KEYS = ['assignments', 'contactUser', 'createdAt', 'datapools', 'description', 'id', 'members', 'modifiedAt', 'name', 'parentGroup'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 type Json = Record<string, any>;
 const refOf = (user: TestUser) => ({ id: user.id, name: `${user.firstName} ${user.lastName}` });
@@ -291,7 +291,8 @@ for (const kind of databaseKinds()) {
         const group = await createGroup(t);
         const groupWriter = await grant(t, uniqueEmail('gw'), ['GROUP_WRITE', 'GROUP_READ']);
         expectProblem(await request('PUT', `/v1/groups/${group.id}/assignments`, [{ roleId: role.id }], {}, groupWriter), 403, 'ACCESS_DENIED');
-        const both = await grant(t, uniqueEmail('gw-aw'), ['GROUP_WRITE', 'ASSIGNMENT_WRITE']);
+        // ... and DATASET_READ, which the assignment grants (no escalation).
+        const both = await grant(t, uniqueEmail('gw-aw'), ['GROUP_WRITE', 'ASSIGNMENT_WRITE', 'DATASET_READ']);
         const response = await request('PUT', `/v1/groups/${group.id}/assignments`, [{ roleId: role.id }], {}, both);
         assert.equal(response.statusCode, 200, response.body);
         assert.equal(response.json().assignments.length, 1);

@@ -7,7 +7,7 @@ import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.j
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const USER_KEYS = ['createdAt', 'datapools', 'email', 'firstName', 'groups', 'id', 'lastName', 'modifiedAt', 'phone', 'title'];
+const USER_KEYS = ['active', 'createdAt', 'datapools', 'email', 'externalId', 'firstName', 'groups', 'id', 'lastName', 'modifiedAt', 'phone', 'title'];
 const PAGE_KEYS = ['content', 'empty', 'first', 'last', 'number', 'numberOfElements', 'pageable', 'size', 'sort', 'totalElements', 'totalPages'];
 
 /** A short tag that keeps each test's names and emails apart from every other test's. */
@@ -99,6 +99,7 @@ for (const kind of databaseKinds()) {
         assert.deepEqual({ ...user, id: undefined, createdAt: undefined, modifiedAt: undefined }, {
           id: undefined, createdAt: undefined, modifiedAt: undefined,
           email: `mixed.case.${tag}@example.com`, firstName: 'Grace', lastName: 'Hopper', phone: '+49 30 1234', title: 'MS', groups: [], datapools: [],
+          active: true, externalId: null,
         });
         assert.equal(user.createdAt, user.modifiedAt);
         assert.equal(response.headers['location'], `${t.ctx.config.api.baseUrl}/v1/users/${user.id}`);

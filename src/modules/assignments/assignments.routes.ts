@@ -21,8 +21,9 @@ export const assignmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = 
   app.post('/assignments', {
     schema: { tags, summary: 'Create an assignment', body: AssignmentInput, response: responses({ 201: Assignment }, [400, 401, 403, 409, 413, 415]) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'ASSIGNMENT_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/assignments', await createAssignment(ctx.db, ctx.tenant.id, request.body));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'ASSIGNMENT_WRITE');
+    return created(reply, ctx.config.api.baseUrl, '/v1/assignments', await createAssignment(ctx.db, caller, ctx.tenant.id, request.body));
   });
 
   app.get('/assignments/:id', {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, RoleTypeSchema, ScopeTypeSchema, Uuid } from '../../http/schemas.js';
+import { DateTime, Nullable, RoleTypeSchema, ScopeTypeSchema, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
 
 export const Assignment = Type.Object({
@@ -16,8 +16,8 @@ export type Assignment = Static<typeof Assignment>;
 export const AssignmentInput = Type.Object({
   groupId: Uuid,
   roleId: Uuid,
-  scopeId: Type.Optional(Uuid),
-  scopeType: Type.Optional(ScopeTypeSchema),
+  scopeId: Type.Optional(Nullable(Uuid)),
+  scopeType: Type.Optional(Nullable(ScopeTypeSchema)),
 }, { additionalProperties: false, title: 'AssignmentInput' });
 export type AssignmentInput = Static<typeof AssignmentInput>;
 
@@ -28,8 +28,8 @@ export type ScopedAssignmentInput = Static<typeof ScopedAssignmentInput>;
 /** An item of PUT /groups/{groupId}/assignments: the group is the path's. */
 export const GroupRoleAssignmentInput = Type.Object({
   roleId: Uuid,
-  scopeId: Type.Optional(Uuid),
-  scopeType: Type.Optional(ScopeTypeSchema),
+  scopeId: Type.Optional(Nullable(Uuid)),
+  scopeType: Type.Optional(Nullable(ScopeTypeSchema)),
 }, { additionalProperties: false, title: 'GroupRoleAssignmentInput' });
 export type GroupRoleAssignmentInput = Static<typeof GroupRoleAssignmentInput>;
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { ScopeType } from '../../db/schema.js';
+import type { Caller } from '../../access/caller.js';
+import { assertMayAssign } from '../../access/effective-grants.js';
 import { AppError, notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
@@ -67,11 +69,13 @@ async function insertAssignments(db: Database, assignments: ResolvedAssignment[]
   return rows.map((row) => row.id);
 }
 
-export async function createAssignment(db: Database, tenantId: string, input: AssignmentInput): Promise<Assignment> {
+export async function createAssignment(db: Database, caller: Caller, tenantId: string, input: AssignmentInput): Promise<Assignment> {
   const id = await db.transaction().execute(async (trx) => {
-    const scope = await resolveScope(trx, tenantId, input.scopeType as ScopeType | undefined, input.scopeId, '');
+    const scope = await resolveScope(trx, tenantId, input.scopeType ?? undefined, input.scopeId ?? undefined, '');
     await lockGroupsAndRoles(trx, [{ groupId: input.groupId, roleId: input.roleId, scopeType: scope.scopeType, field: '' }]);
-    const [id] = await insertAssignments(trx, [{ groupId: input.groupId, roleId: input.roleId, ...scope }]);
+    const assignment = { groupId: input.groupId, roleId: input.roleId, ...scope };
+    await assertMayAssign(trx, caller, [assignment]);
+    const [id] = await insertAssignments(trx, [assignment]);
     return id!;
   });
   return getAssignment(db, id);
@@ -105,9 +109,12 @@ const keyOf = (a: { groupId: string; roleId: string; scopeType: string; scopeId:
  * Makes the assignments matching `owned` exactly `desired`, by difference: unchanged ones keep
  * their id and timestamps, the others are deleted or inserted. Runs inside the caller's
  * transaction. `guarded`: the change may touch Tenant Administrator assignments, so the
- * last-administrator rules apply (the caller holds the guard lock).
+ * last-administrator rules apply (the caller holds the guard lock). The inserted ones are grants:
+ * the caller must hold what they give.
  */
-async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[], guarded: boolean) {
+async function replaceByDifference(
+  trx: Database, caller: Caller, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[], guarded: boolean,
+) {
   const existing = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
     .where(owned.column, '=', owned.value).execute();
   const wanted = new Map(desired.map((a) => [keyOf(a), a]));
@@ -119,13 +126,14 @@ async function replaceByDifference(trx: Database, owned: { column: 'group_id' | 
     if (guarded) await keepingATenantAdministrator(trx, removeStale);
     else await removeStale();
   }
+  await assertMayAssign(trx, caller, [...wanted.values()]);
   await insertAssignments(trx, [...wanted.values()]);
   if (guarded) await assertTenantAdministratorRemains(trx);
   return staleIds.length > 0 || wanted.size > 0;
 }
 
 /** PUT /groups/{groupId}/assignments: every role assignment of the group, replaced by difference. */
-export async function replaceGroupAssignments(trx: Database, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
+export async function replaceGroupAssignments(trx: Database, caller: Caller, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
   await lockTenantAdministratorGuard(trx); // before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
   const checks: AssignableItem[] = [];
@@ -133,13 +141,13 @@ export async function replaceGroupAssignments(trx: Database, tenantId: string, g
   const scopes = new Map<string, Awaited<ReturnType<typeof resolveScope>>>();
   for (const [index, item] of items.entries()) {
     const scopeKey = `${item.scopeType ?? ''}|${item.scopeId ?? ''}`;
-    const scope = scopes.get(scopeKey) ?? await resolveScope(trx, tenantId, item.scopeType as ScopeType | undefined, item.scopeId, `[${index}].`);
+    const scope = scopes.get(scopeKey) ?? await resolveScope(trx, tenantId, item.scopeType ?? undefined, item.scopeId ?? undefined, `[${index}].`);
     scopes.set(scopeKey, scope);
     checks.push({ groupId, roleId: item.roleId, scopeType: scope.scopeType, field: `[${index}].` });
     desired.push({ groupId, roleId: item.roleId, ...scope });
   }
   await lockGroupsAndRoles(trx, checks);
-  return replaceByDifference(trx, { column: 'group_id', value: groupId }, desired, true);
+  return replaceByDifference(trx, caller, { column: 'group_id', value: groupId }, desired, true);
 }
 
 /**
@@ -147,7 +155,9 @@ export async function replaceGroupAssignments(trx: Database, tenantId: string, g
  * difference. Only DATA roles can be assigned there, never Tenant Administrator, so the
  * last-administrator guard (and its lock) is not involved. `field` names the body field in errors.
  */
-export async function replaceScopedAssignments(trx: Database, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments'): Promise<boolean> {
+export async function replaceScopedAssignments(
+  trx: Database, caller: Caller, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments',
+): Promise<boolean> {
   await lockGroupsAndRoles(trx, items.map((item, index) => ({ ...item, scopeType, field: `${field}[${index}].` })));
-  return replaceByDifference(trx, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
+  return replaceByDifference(trx, caller, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
 }

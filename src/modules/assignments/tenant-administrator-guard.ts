@@ -27,21 +27,27 @@ export async function assertTenantAdministratorRemains(trx: Database): Promise<v
   }
 }
 
-/** How many users hold the Tenant Administrator role at TENANT scope through a group. */
+/**
+ * How many active users hold the Tenant Administrator role at TENANT scope: members of a group
+ * holding it, or of any subgroup of such a group.
+ */
 async function countTenantAdministrators(trx: Database): Promise<number> {
-  const row = await trx
-    .selectFrom('group_members as gm')
-    .innerJoin('assignments as a', 'a.group_id', 'gm.group_id')
-    .select(sql<number>`count(distinct gm.user_id)`.as('count'))
-    .where('a.role_id', '=', TENANT_ADMINISTRATOR_ROLE.id)
-    .where('a.scope_type', '=', 'TENANT')
-    .executeTakeFirstOrThrow();
-  return Number(row.count);
+  const { rows } = await sql<{ count: number }>`
+    with recursive administering(id) as (
+      select a.group_id from assignments a where a.role_id = ${TENANT_ADMINISTRATOR_ROLE.id} and a.scope_type = 'TENANT'
+      union
+      select g.id from groups g join administering ad on g.parent_group_id = ad.id
+    )
+    select count(distinct gm.user_id)::int as count
+      from group_members gm
+      join administering ad on ad.id = gm.group_id
+      join users u on u.id = gm.user_id and u.active`.execute(trx);
+  return Number(rows[0]?.count ?? 0);
 }
 
 /**
- * Runs a change that removes members or users (user delete, membership replacement, group member
- * change or delete) and refuses it when it would leave no person holding Tenant Administrator,
+ * Runs a change that removes members or users (user delete or deactivation, membership replacement,
+ * group member change, move or delete) and refuses it when it would leave no person holding Tenant Administrator,
  * where there was one before: an assignment whose group has no member administers nothing.
  */
 export async function keepingATenantAdministrator<T>(trx: Database, change: () => Promise<T>): Promise<T> {

@@ -37,8 +37,9 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   app.post('/datapools', {
     schema: { tags, summary: 'Create a datapool', body: DatapoolInput, response: responses({ 201: Datapool }, [400, 401, 403, 409, 413, 415]) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'DATAPOOL_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/datapools', await createDatapool(ctx.db, request.body));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'DATAPOOL_WRITE');
+    return created(reply, ctx.config.api.baseUrl, '/v1/datapools', await createDatapool(ctx.db, caller, request.body));
   });
 
   app.get('/datapools/:id', {
@@ -53,16 +54,18 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
     schema: { tags, summary: 'Replace a datapool', params: IdParams, body: DatapoolInput, response: responses({ 200: Datapool }, WRITE_ERRORS) },
   }, async (request, reply) => {
     const id = request.params.id;
-    requireWritable(callerOf(request), id);
-    return withEtag(reply, await updateDatapool(ctx.db, id, request.body, 'replace', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireWritable(caller, id);
+    return withEtag(reply, await updateDatapool(ctx.db, caller, id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/datapools/:id', {
     schema: { tags, summary: 'Partially update a datapool', params: IdParams, body: DatapoolPatch, response: responses({ 200: Datapool }, WRITE_ERRORS) },
   }, async (request, reply) => {
     const id = request.params.id;
-    requireWritable(callerOf(request), id);
-    return withEtag(reply, await updateDatapool(ctx.db, id, request.body, 'patch', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireWritable(caller, id);
+    return withEtag(reply, await updateDatapool(ctx.db, caller, id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.delete('/datapools/:id', {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, NonEmpty, Ref, Uuid } from '../../http/schemas.js';
+import { DateTime, NonEmpty, Nullable, Ref, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
 import { ScopedAssignmentInput } from '../assignments/assignments.schemas.js';
 
@@ -17,7 +17,7 @@ export type Datapool = Static<typeof Datapool>;
 const fields = {
   name: NonEmpty({ minLength: 3, maxLength: 255 }),
   description: NonEmpty({ maxLength: 4000 }),
-  contactPersonId: Type.Union([Uuid, Type.Null()], { description: 'id of an existing user; null clears it' }),
+  contactPersonId: Type.String({ ...Uuid, description: 'id of an existing user; null clears it' }),
   assignments: Type.Array(ScopedAssignmentInput, {
     uniqueItems: true,
     maxItems: 1000,
@@ -25,16 +25,22 @@ const fields = {
   }),
 };
 
+/** Create and PUT: an explicit null for an optional field means "not given". */
 export const DatapoolInput = Type.Object({
   name: fields.name,
   description: fields.description,
-  contactPersonId: Type.Optional(fields.contactPersonId),
-  assignments: Type.Optional(fields.assignments),
+  contactPersonId: Type.Optional(Nullable(fields.contactPersonId)),
+  assignments: Type.Optional(Nullable(fields.assignments)),
 }, { additionalProperties: false, title: 'DatapoolInput' });
 export type DatapoolInput = Static<typeof DatapoolInput>;
 
-/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
-export const DatapoolPatch = Type.Partial(DatapoolInput, { additionalProperties: false, title: 'DatapoolPatch' });
+/** PATCH: only the given fields change; null clears the contact person (the others cannot be empty). */
+export const DatapoolPatch = Type.Object({
+  name: Type.Optional(fields.name),
+  description: Type.Optional(fields.description),
+  contactPersonId: Type.Optional(Nullable(fields.contactPersonId)),
+  assignments: Type.Optional(fields.assignments),
+}, { additionalProperties: false, title: 'DatapoolPatch' });
 export type DatapoolPatch = Static<typeof DatapoolPatch>;
 
 export const DatapoolListQuery = Type.Object({

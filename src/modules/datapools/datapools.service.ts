@@ -6,6 +6,7 @@ import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { isForeignKeyViolation, uniquely } from '../../db/constraint-errors.js';
 import type { ReadableScope } from '../../access/check-access.js';
+import type { Caller } from '../../access/caller.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
 import { replaceScopedAssignments } from '../assignments/assignments.service.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
@@ -50,14 +51,14 @@ async function writeRow(name: string, write: () => Promise<unknown>): Promise<vo
   }
 }
 
-export async function createDatapool(db: Database, input: DatapoolInput): Promise<Datapool> {
+export async function createDatapool(db: Database, caller: Caller, input: DatapoolInput): Promise<Datapool> {
   const id = randomUUID();
   await db.transaction().execute(async (trx) => {
     await checkContactPerson(trx, input.contactPersonId);
     await writeRow(input.name, () => trx.insertInto('datapools').values({
       id, name: input.name, description: input.description, contact_person_id: input.contactPersonId ?? null,
     }).execute());
-    if (input.assignments) await replaceScopedAssignments(trx, 'DATAPOOL', id, input.assignments);
+    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATAPOOL', id, input.assignments);
   });
   return getDatapool(db, id);
 }
@@ -68,7 +69,7 @@ export async function createDatapool(db: Database, input: DatapoolInput): Promis
  * only when present: they are not part of the representation, so omitting them is not a change.
  */
 export async function updateDatapool(
-  db: Database, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+  db: Database, caller: Caller, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<Datapool> {
   await db.transaction().execute(async (trx) => {
     // The contact user before the datapool row: a user delete locks them in that order too
@@ -85,7 +86,7 @@ export async function updateDatapool(
       contact_person_id: contactPersonId,
       modified_at: sql`now()`,
     }).where('id', '=', id).execute());
-    if (input.assignments) await replaceScopedAssignments(trx, 'DATAPOOL', id, input.assignments);
+    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATAPOOL', id, input.assignments);
   });
   return getDatapool(db, id);
 }

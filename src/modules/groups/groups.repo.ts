@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { jsonArrayFrom } from 'kysely/helpers/postgres';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import { userFullName, userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
 import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
@@ -21,6 +21,7 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
       .selectAll('g')
       .select((eb) => [
         userRefOf(eb, 'g.contact_user_id').as('contact_user'),
+        jsonObjectFrom(eb.selectFrom('groups as pg').select(['pg.id', 'pg.name']).whereRef('pg.id', '=', 'g.parent_group_id')).as('parent_group'),
         jsonArrayFrom(eb.selectFrom('group_members as gm').innerJoin('users as u', 'u.id', 'gm.user_id')
           .select(['u.id', userFullName.as('name')]).whereRef('gm.group_id', '=', 'g.id').orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id')).as('members'),
         // From the group's own DATAPOOL assignments to their datapools (not every datapool probed).
@@ -43,6 +44,7 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
     name: row.name,
     description: row.description,
     contactUser: row.contact_user ?? null,
+    parentGroup: row.parent_group ?? null,
     members: row.members,
     datapools: row.datapools,
     assignments: assignmentsByGroup.get(row.id) ?? [],
@@ -54,6 +56,7 @@ export async function loadGroups(db: Database, ids: string[]): Promise<Group[]> 
 export async function findGroupPage(db: Database, query: GroupListQuery, request: ListRequest) {
   let qb = withSharedFilters(db.selectFrom('groups as g'), 'g', query);
   qb = withNameDescriptionFilters(qb, 'g', query);
+  if (query.parentGroupId) qb = qb.where('g.parent_group_id', '=', query.parentGroupId);
   if (query.contactUserId) qb = qb.where('g.contact_user_id', '=', query.contactUserId);
   const memberIds = splitIds(query.memberIds);
   if (memberIds) {
@@ -70,3 +73,18 @@ export async function setMembers(db: Database, groupId: string, userIds: string[
   await db.deleteFrom('group_members').where('group_id', '=', groupId).execute();
   if (userIds.length > 0) await db.insertInto('group_members').values(userIds.map((userId) => ({ group_id: groupId, user_id: userId }))).execute();
 }
+
+/** Whether `groupId` is `candidate` itself or one of its ancestors: making it candidate's parent would close a cycle. */
+export async function isSelfOrAncestorOf(db: Database, groupId: string, candidate: string): Promise<boolean> {
+  const { rows } = await sql`
+    with recursive up(id) as (
+      select ${candidate}::uuid
+      union
+      select g.parent_group_id from groups g join up on g.id = up.id where g.parent_group_id is not null
+    )
+    select 1 from up where id = ${groupId}`.execute(db);
+  return rows.length > 0;
+}
+
+export const subgroupsOf = (db: Database, groupId: string) =>
+  db.selectFrom('groups').select(['id', 'name']).where('parent_group_id', '=', groupId).orderBy('name').execute();

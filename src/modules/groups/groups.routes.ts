@@ -22,8 +22,9 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   app.post('/groups', {
     schema: { tags, summary: 'Create a group', body: GroupInput, response: responses({ 201: Group }, [400, 401, 403, 409, 413, 415]) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'GROUP_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/groups', await createGroup(ctx.db, request.body));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'GROUP_WRITE');
+    return created(reply, ctx.config.api.baseUrl, '/v1/groups', await createGroup(ctx.db, caller, request.body));
   });
 
   app.get('/groups/:id', {
@@ -36,15 +37,17 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   app.put('/groups/:id', {
     schema: { tags, summary: 'Replace a group', params: IdParams, body: GroupInput, response: responses({ 200: Group }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'GROUP_WRITE');
-    return withEtag(reply, await updateGroup(ctx.db, request.params.id, request.body, 'replace', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'GROUP_WRITE');
+    return withEtag(reply, await updateGroup(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/groups/:id', {
     schema: { tags, summary: 'Partially update a group', params: IdParams, body: GroupPatch, response: responses({ 200: Group }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'GROUP_WRITE');
-    return withEtag(reply, await updateGroup(ctx.db, request.params.id, request.body, 'patch', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'GROUP_WRITE');
+    return withEtag(reply, await updateGroup(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.put('/groups/:groupId/assignments', {
@@ -56,11 +59,11 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
     requireTenantPermission(caller, 'ASSIGNMENT_WRITE');
-    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, ctx.tenant.id, request.params.groupId, request.body, request.headers['if-match']));
+    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, caller, ctx.tenant.id, request.params.groupId, request.body, request.headers['if-match']));
   });
 
   app.delete('/groups/:id', {
-    schema: { tags, summary: 'Delete a group with its memberships and assignments', params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]) },
+    schema: { tags, summary: 'Delete a group with its memberships and assignments (409 while it has subgroups)', params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]) },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'GROUP_WRITE');
     await deleteGroup(ctx.db, request.params.id, request.headers['if-match']);

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, NonEmpty, Ref, Uuid } from '../../http/schemas.js';
+import { DateTime, NonEmpty, Nullable, Ref, Uuid } from '../../http/schemas.js';
 import { sharedListParameters, UuidList } from '../../http/page.js';
 import { Assignment, GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
 
@@ -8,6 +8,7 @@ export const Group = Type.Object({
   name: Type.String(),
   description: Type.String(),
   contactUser: Type.Union([Ref, Type.Null()]),
+  parentGroup: Type.Union([Ref, Type.Null()], { description: "the parent group: members of a group hold the assignments of every ancestor too" }),
   members: Type.Array(Ref),
   datapools: Type.Array(Ref),
   assignments: Type.Array(Assignment),
@@ -19,20 +20,29 @@ export type Group = Static<typeof Group>;
 const fields = {
   name: NonEmpty(),
   description: Type.String({ maxLength: 4000 }),
-  contactUserId: Type.Union([Uuid, Type.Null()]),
+  contactUserId: Uuid,
   memberIds: Type.Array(Uuid, { uniqueItems: true, maxItems: 10_000 }),
+  parentGroupId: Type.String({ ...Uuid, description: 'the parent group (a tree, as Keycloak subgroups; no cycles)' }),
 };
 
+/** Create and PUT: an explicit null for an optional field means "not given" (its default). */
 export const GroupInput = Type.Object({
   name: fields.name,
-  description: Type.Optional(fields.description),
-  contactUserId: Type.Optional(fields.contactUserId),
-  memberIds: Type.Optional(fields.memberIds),
+  description: Type.Optional(Nullable(fields.description)),
+  contactUserId: Type.Optional(Nullable(fields.contactUserId)),
+  memberIds: Type.Optional(Nullable(fields.memberIds)),
+  parentGroupId: Type.Optional(Nullable(fields.parentGroupId)),
 }, { additionalProperties: false, title: 'GroupInput' });
 export type GroupInput = Static<typeof GroupInput>;
 
-/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
-export const GroupPatch = Type.Partial(GroupInput, { additionalProperties: false, title: 'GroupPatch' });
+/** PATCH: only the given fields change; null clears those that may be empty (all but name). */
+export const GroupPatch = Type.Object({
+  name: Type.Optional(fields.name),
+  description: Type.Optional(Nullable(fields.description)),
+  contactUserId: Type.Optional(Nullable(fields.contactUserId)),
+  memberIds: Type.Optional(Nullable(fields.memberIds)),
+  parentGroupId: Type.Optional(Nullable(fields.parentGroupId)),
+}, { additionalProperties: false, title: 'GroupPatch' });
 export type GroupPatch = Static<typeof GroupPatch>;
 
 export const GroupAssignmentsInput = Type.Array(GroupRoleAssignmentInput, { maxItems: 1000, title: 'GroupRoleAssignments' });
@@ -46,5 +56,6 @@ export const GroupListQuery = Type.Object({
   contactUserId: Type.Optional(Uuid),
   memberIds: Type.Optional(Type.Array(UuidList, { description: 'user ids, comma-separated: groups with any of them as member' })),
   q: Type.Optional(Type.String({ description: 'partial match in name or description' })),
+  parentGroupId: Type.Optional(Uuid),
 });
 export type GroupListQuery = Static<typeof GroupListQuery>;

@@ -36,15 +36,17 @@ export const roleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   app.put('/roles/:id', {
     schema: { tags, summary: 'Replace a role (read-only roles answer 409)', params: IdParams, body: RoleInput, response: responses({ 200: Role }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'ROLE_WRITE');
-    return withEtag(reply, await updateRole(ctx.db, request.params.id, request.body, 'replace', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'ROLE_WRITE');
+    return withEtag(reply, await updateRole(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/roles/:id', {
     schema: { tags, summary: 'Partially update a role (read-only roles answer 409)', params: IdParams, body: RolePatch, response: responses({ 200: Role }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'ROLE_WRITE');
-    return withEtag(reply, await updateRole(ctx.db, request.params.id, request.body, 'patch', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'ROLE_WRITE');
+    return withEtag(reply, await updateRole(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.delete('/roles/:id', {

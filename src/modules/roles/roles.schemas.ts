@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, NonEmpty, Ref, RoleTypeSchema, Uuid } from '../../http/schemas.js';
+import { DateTime, NonEmpty, Nullable, Ref, RoleTypeSchema, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
 import { PermissionTypeSchema } from '../permissions/permissions.schemas.js';
 
@@ -26,19 +26,21 @@ const roleFields = {
   roleType: RoleTypeSchema,
 };
 
+/** Create and PUT: an explicit null for an optional field means "not given" (its default). */
 export const RoleInput = Type.Object({
   name: roleFields.name,
-  description: Type.Optional(roleFields.description),
-  permissionIds: Type.Optional(roleFields.permissionIds),
-  readonly: Type.Optional(roleFields.readonly),
+  description: Type.Optional(Nullable(roleFields.description)),
+  permissionIds: Type.Optional(Nullable(roleFields.permissionIds)),
+  readonly: Type.Optional(Nullable(roleFields.readonly)),
   roleType: roleFields.roleType,
 }, { additionalProperties: false, title: 'RoleInput' });
 export type RoleInput = Static<typeof RoleInput>;
 
+/** PATCH: only the given fields change; null clears description and permissionIds. */
 export const RolePatch = Type.Object({
   name: Type.Optional(roleFields.name),
-  description: Type.Optional(roleFields.description),
-  permissionIds: Type.Optional(roleFields.permissionIds),
+  description: Type.Optional(Nullable(roleFields.description)),
+  permissionIds: Type.Optional(Nullable(roleFields.permissionIds)),
   readonly: Type.Optional(Type.Boolean()),
   roleType: Type.Optional(roleFields.roleType),
 }, { additionalProperties: false, title: 'RolePatch' });

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { RoleType } from '../../db/schema.js';
+import type { Caller } from '../../access/caller.js';
+import { assertMayAddToRole } from '../../access/effective-grants.js';
 import { AppError, notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
@@ -48,8 +50,12 @@ export async function createRole(db: Database, input: RoleInput): Promise<Role> 
   return getRole(db, id);
 }
 
-/** PUT replaces every field (omitted optional ones take their defaults); PATCH changes the given ones. */
-export async function updateRole(db: Database, id: string, input: RoleInput | RolePatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Role> {
+/**
+ * PUT replaces every field (omitted optional ones take their defaults); PATCH changes the given
+ * ones (null clears description and permissions). Permissions added to a role that is assigned
+ * are granted on every scope it is assigned on: the caller must hold them there.
+ */
+export async function updateRole(db: Database, caller: Caller, id: string, input: RoleInput | RolePatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Role> {
   await db.transaction().execute(async (trx) => {
     const locked = await lockRole(trx, id);
     if (!locked) throw notFound('Role', id);
@@ -61,12 +67,14 @@ export async function updateRole(db: Database, id: string, input: RoleInput | Ro
       ? { name: input.name!, description: input.description ?? '', roleType: input.roleType as RoleType, readonly: input.readonly ?? false, permissionIds: input.permissionIds ?? [] }
       : {
           name: input.name ?? current.name,
-          description: input.description ?? current.description,
+          description: input.description === null ? '' : input.description ?? current.description,
           roleType: (input.roleType ?? current.roleType) as RoleType,
           readonly: input.readonly ?? current.readonly,
-          permissionIds: input.permissionIds ?? current.permissions.map((p) => p.id),
+          permissionIds: input.permissionIds === null ? [] : input.permissionIds ?? current.permissions.map((p) => p.id),
         };
     await checkPermissions(trx, next.roleType, next.permissionIds);
+    const held = new Set(current.permissions.map((p) => p.id));
+    await assertMayAddToRole(trx, caller, id, next.permissionIds.filter((permissionId) => !held.has(permissionId)));
     if (next.roleType === 'SYSTEM' && current.roleType !== 'SYSTEM' && (await hasNonTenantAssignments(trx, id))) {
       throw validationFailed('roleType', 'the role is assigned below TENANT scope, where a SYSTEM role cannot be');
     }

@@ -40,6 +40,8 @@ export async function loadUsers(db: Database, ids: readonly string[]): Promise<U
     lastName: row.last_name,
     phone: row.phone,
     title: row.title,
+    active: row.active,
+    externalId: row.external_id,
     groups: row.groups,
     datapools: row.datapools,
     createdAt: iso(row.created_at),
@@ -52,6 +54,8 @@ export async function findUserPage(db: Database, query: UserListQuery, request: 
   if (query.firstName) qb = qb.where(containsAny(['u.first_name'], query.firstName));
   if (query.lastName) qb = qb.where(containsAny(['u.last_name'], query.lastName));
   if (query.email) qb = qb.where(sql`lower(u.email)`, '=', query.email.toLowerCase());
+  if (query.active !== undefined) qb = qb.where('u.active', '=', query.active);
+  if (query.externalId !== undefined) qb = qb.where('u.external_id', '=', query.externalId);
   if (query.q) {
     const pattern = containsPattern(query.q);
     qb = qb.where(sql<boolean>`((${userFullName}) ilike ${pattern} or u.email ilike ${pattern})`);
@@ -59,7 +63,9 @@ export async function findUserPage(db: Database, query: UserListQuery, request: 
   return fetchPageIds(qb, 'u', request, USER_SORT_COLUMNS);
 }
 
-export interface UserValues { email: string; firstName: string; lastName: string; phone: string | null; title: Title }
+export interface UserValues {
+  email: string; firstName: string; lastName: string; phone: string | null; title: Title; active: boolean; externalId: string | null;
+}
 
 const columnsOf = (values: UserValues) => ({
   email: values.email.toLowerCase(),
@@ -67,6 +73,8 @@ const columnsOf = (values: UserValues) => ({
   last_name: values.lastName,
   phone: values.phone,
   title: values.title,
+  active: values.active,
+  external_id: values.externalId,
 });
 
 export const insertUser = (db: Database, id: string, values: UserValues) =>

@@ -22,8 +22,9 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   app.post('/users', {
     schema: { tags, summary: 'Create a user', body: UserInput, response: responses({ 201: User }, [400, 401, 403, 409, 413, 415]) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'USER_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/users', await createUser(ctx.db, request.body));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'USER_WRITE');
+    return created(reply, ctx.config.api.baseUrl, '/v1/users', await createUser(ctx.db, caller, request.body));
   });
 
   // A static path: the router matches it before /users/:id, whatever the order of registration.
@@ -44,15 +45,17 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   app.put('/users/:id', {
     schema: { tags, summary: 'Replace a user', params: IdParams, body: UserInput, response: responses({ 200: User }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'USER_WRITE');
-    return withEtag(reply, await updateUser(ctx.db, request.params.id, request.body, 'replace', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'USER_WRITE');
+    return withEtag(reply, await updateUser(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/users/:id', {
     schema: { tags, summary: 'Partially update a user', params: IdParams, body: UserPatch, response: responses({ 200: User }, WRITE_ERRORS) },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'USER_WRITE');
-    return withEtag(reply, await updateUser(ctx.db, request.params.id, request.body, 'patch', request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'USER_WRITE');
+    return withEtag(reply, await updateUser(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.put('/users/:userId/groups', {
@@ -61,8 +64,9 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
       params: UserParams, body: UserGroupsInput, response: responses({ 200: User }, [400, 401, 403, 404, 412, 413, 415]),
     },
   }, async (request, reply) => {
-    requireTenantPermission(callerOf(request), 'USER_WRITE');
-    return withEtag(reply, await replaceGroupsOfUser(ctx.db, request.params.userId, request.body, request.headers['if-match']));
+    const caller = callerOf(request);
+    requireTenantPermission(caller, 'USER_WRITE');
+    return withEtag(reply, await replaceGroupsOfUser(ctx.db, caller, request.params.userId, request.body, request.headers['if-match']));
   });
 
   app.delete('/users/:id', {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, NonEmpty, Ref, ScopeTypeSchema, Uuid } from '../../http/schemas.js';
+import { DateTime, NonEmpty, Nullable, Ref, ScopeTypeSchema, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
 
 export const TitleSchema = Type.Enum(['MR', 'MS', 'OTHER']);
@@ -11,6 +11,8 @@ export const User = Type.Object({
   lastName: Type.String(),
   phone: Type.Union([Type.String(), Type.Null()]),
   title: TitleSchema,
+  active: Type.Boolean({ description: 'an inactive user is authenticated but holds no permission' }),
+  externalId: Type.Union([Type.String(), Type.Null()], { description: "the identity provider's subject id (the token's sub)" }),
   groups: Type.Array(Type.Object({ id: Uuid, name: Type.String(), description: Type.String() }), {
     description: 'the groups the user is a member of, ordered by name',
   }),
@@ -24,21 +26,40 @@ const fields = {
   email: Type.String({ format: 'email', maxLength: 255, description: 'unique, case-insensitively; stored lower-cased' }),
   firstName: NonEmpty(),
   lastName: NonEmpty(),
-  phone: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
+  phone: Type.String({ maxLength: 64 }),
   title: TitleSchema,
+  active: Type.Boolean({ description: 'default true; an inactive user holds no permission' }),
+  externalId: Type.String({ minLength: 1, maxLength: 255, pattern: '\\S', description: "the identity provider's subject id; unique" }),
+  groupIds: Type.Array(Uuid, {
+    uniqueItems: true, maxItems: 1000,
+    description: 'ids of every group the user is to be a member of (as PUT /users/{id}/groups); left out: memberships unchanged',
+  }),
 };
 
+/** Create and PUT: an explicit null for an optional field means "not given" (its default; groupIds: unchanged). */
 export const UserInput = Type.Object({
   email: fields.email,
   firstName: fields.firstName,
   lastName: fields.lastName,
-  phone: Type.Optional(fields.phone),
-  title: Type.Optional(fields.title),
+  phone: Type.Optional(Nullable(fields.phone)),
+  title: Type.Optional(Nullable(fields.title)),
+  active: Type.Optional(Nullable(fields.active)),
+  externalId: Type.Optional(Nullable(fields.externalId)),
+  groupIds: Type.Optional(Nullable(fields.groupIds)),
 }, { additionalProperties: false, title: 'UserInput' });
 export type UserInput = Static<typeof UserInput>;
 
-/** Every field optional; only the given ones change. (Partial drops additionalProperties: given again.) */
-export const UserPatch = Type.Partial(UserInput, { additionalProperties: false, title: 'UserPatch' });
+/** PATCH: only the given fields change; null clears those that may be empty (phone, externalId, groupIds). */
+export const UserPatch = Type.Object({
+  email: Type.Optional(fields.email),
+  firstName: Type.Optional(fields.firstName),
+  lastName: Type.Optional(fields.lastName),
+  phone: Type.Optional(Nullable(fields.phone)),
+  title: Type.Optional(fields.title),
+  active: Type.Optional(fields.active),
+  externalId: Type.Optional(Nullable(fields.externalId)),
+  groupIds: Type.Optional(Nullable(fields.groupIds)),
+}, { additionalProperties: false, title: 'UserPatch' });
 export type UserPatch = Static<typeof UserPatch>;
 
 export const UserGroupsInput = Type.Array(Uuid, {
@@ -53,6 +74,8 @@ export const UserListQuery = Type.Object({
   lastName: Type.Optional(Type.String({ description: 'partial match' })),
   email: Type.Optional(Type.String({ description: 'exact match, case-insensitive' })),
   q: Type.Optional(Type.String({ description: 'partial match in "firstName lastName" or email' })),
+  active: Type.Optional(Type.Boolean({ description: 'exact' })),
+  externalId: Type.Optional(Type.String({ description: 'exact' })),
 });
 export type UserListQuery = Static<typeof UserListQuery>;
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { Caller } from '../../access/caller.js';
-import { uniquely } from '../../db/constraint-errors.js';
+import { constraintOf, isUniqueViolation } from '../../db/constraint-errors.js';
+import { assertMayRebindUser, grantingNoMoreThanCallerHolds } from '../../access/effective-grants.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
 import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
-import { notFound, validationFailed } from '../../errors.js';
+import { AppError, notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import {
@@ -13,7 +14,23 @@ import {
 } from './users.repo.js';
 import type { CurrentUser, User, UserInput, UserListQuery, UserPatch } from './users.schemas.js';
 
-const duplicateEmail = (email: string) => `A user with the email "${email.toLowerCase()}" already exists`;
+/**
+ * Runs the insert or update of a user row: a taken email or externalId answers 409 naming it, so
+ * that a race between two writes answers like the pre-check would.
+ */
+async function writeUserRow(values: UserValues, write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    const externalId = constraintOf(error) === 'users_external_id_key';
+    throw new AppError('UNIQUE_CONSTRAINT_VIOLATION', externalId
+      ? `A user with the externalId "${values.externalId}" already exists`
+      : `A user with the email "${values.email.toLowerCase()}" already exists`, {
+      fieldErrors: [{ field: externalId ? 'externalId' : 'email', message: 'is already taken' }],
+    });
+  }
+}
 
 export async function getUser(db: Database, id: string): Promise<User> {
   const [user] = await loadUsers(db, [id]);
@@ -27,18 +44,43 @@ export async function listUsers(db: Database, query: UserListQuery) {
   return pageOf(await loadUsers(db, ids), total, request);
 }
 
-export async function createUser(db: Database, input: UserInput): Promise<User> {
+/**
+ * Makes the user a member of exactly `groupIds` (400 naming `field[i]` for an unknown group),
+ * refusing a change that leaves nobody administering the tenant or that grants the user what
+ * the caller does not hold. The caller holds the guard lock and the user's row.
+ */
+async function setGroupsOfUser(trx: Database, caller: Caller, id: string, groupIds: string[], field: string): Promise<number> {
+  const unknown = await lockMissingIds(trx, 'groups', groupIds);
+  const index = groupIds.findIndex((groupId) => unknown.has(groupId));
+  if (index >= 0) throw validationFailed(`${field}[${index}]`, 'no group has this id');
+  return grantingNoMoreThanCallerHolds(trx, caller, [id], () => keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds)));
+}
+
+export async function createUser(db: Database, caller: Caller, input: UserInput): Promise<User> {
   const id = randomUUID();
   const values: UserValues = {
-    email: input.email, firstName: input.firstName, lastName: input.lastName, phone: input.phone ?? null, title: input.title ?? 'OTHER',
+    email: input.email, firstName: input.firstName, lastName: input.lastName, phone: input.phone ?? null,
+    title: input.title ?? 'OTHER', active: input.active ?? true, externalId: input.externalId ?? null,
   };
-  await uniquely(() => insertUser(db, id, values), duplicateEmail(input.email), 'email');
+  await db.transaction().execute(async (trx) => {
+    if (input.groupIds) await lockTenantAdministratorGuard(trx); // the order every membership change takes
+    await writeUserRow(values, () => insertUser(trx, id, values));
+    if (input.groupIds) await setGroupsOfUser(trx, caller, id, input.groupIds, 'groupIds');
+  });
   return getUser(db, id);
 }
 
-/** PUT replaces every field (omitted optional ones take their defaults); PATCH changes the given ones. */
-export async function updateUser(db: Database, id: string, input: UserInput | UserPatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<User> {
+/**
+ * PUT replaces every field (omitted optional ones take their defaults; groupIds left out or null
+ * keeps the memberships); PATCH changes the given ones, null clearing phone, externalId and
+ * groupIds. A change of email or externalId hands the user's permissions to another identity,
+ * and reactivating a user gives them back their permissions: both are checked as grants.
+ */
+export async function updateUser(
+  db: Database, caller: Caller, id: string, input: UserInput | UserPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+): Promise<User> {
   return db.transaction().execute(async (trx) => {
+    await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     const current = await getUser(trx, id);
     assertIfMatch(ifMatch, current);
@@ -49,8 +91,14 @@ export async function updateUser(db: Database, id: string, input: UserInput | Us
       lastName: input.lastName ?? current.lastName,
       phone: input.phone !== undefined ? input.phone : replace ? null : current.phone,
       title: input.title ?? (replace ? 'OTHER' : current.title),
+      active: input.active ?? (replace ? true : current.active),
+      externalId: input.externalId !== undefined ? input.externalId : replace ? null : current.externalId,
     };
-    await uniquely(() => updateUserRow(trx, id, values), duplicateEmail(values.email), 'email');
+    if (values.email.toLowerCase() !== current.email || values.externalId !== current.externalId) await assertMayRebindUser(trx, caller, id);
+    const groupIds = input.groupIds ?? (input.groupIds === null && !replace ? [] : undefined);
+    await grantingNoMoreThanCallerHolds(trx, caller, [id], () => keepingATenantAdministrator(trx, () =>
+      writeUserRow(values, () => updateUserRow(trx, id, values))));
+    if (groupIds) await setGroupsOfUser(trx, caller, id, groupIds, 'groupIds');
     return getUser(trx, id);
   });
 }
@@ -66,15 +114,12 @@ export async function deleteUser(db: Database, id: string, ifMatch: string | und
   });
 }
 
-export async function replaceGroupsOfUser(db: Database, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
+export async function replaceGroupsOfUser(db: Database, caller: Caller, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
   return db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     assertIfMatch(ifMatch, await getUser(trx, id));
-    const unknown = await lockMissingIds(trx, 'groups', groupIds);
-    const index = groupIds.findIndex((groupId) => unknown.has(groupId));
-    if (index >= 0) throw validationFailed(`[${index}]`, 'no group has this id');
-    const changed = await keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds));
+    const changed = await setGroupsOfUser(trx, caller, id, groupIds, '');
     if (changed > 0) await touchUser(trx, id);
     return getUser(trx, id);
   });
