@@ -70,15 +70,16 @@ async function insertAssignments(db: Database, assignments: ResolvedAssignment[]
 }
 
 export async function createAssignment(db: Database, caller: Caller, tenantId: string, input: AssignmentInput): Promise<Assignment> {
-  const id = await db.transaction().execute(async (trx) => {
+  // The answer is read before the commit: a delete of the scope object waiting on this
+  // transaction may remove the assignment right after it, and the creation still happened.
+  return db.transaction().execute(async (trx) => {
     const scope = await resolveScope(trx, tenantId, input.scopeType ?? undefined, input.scopeId ?? undefined, '');
     await lockGroupsAndRoles(trx, [{ groupId: input.groupId, roleId: input.roleId, scopeType: scope.scopeType, field: '' }]);
     const assignment = { groupId: input.groupId, roleId: input.roleId, ...scope };
     await assertMayAssign(trx, caller, [assignment]);
     const [id] = await insertAssignments(trx, [assignment]);
-    return id!;
+    return getAssignment(trx, id!);
   });
-  return getAssignment(db, id);
 }
 
 export async function getAssignment(db: Database, id: string): Promise<Assignment> {

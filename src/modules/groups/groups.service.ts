@@ -78,11 +78,13 @@ export async function updateGroup(
     const replace = mode === 'replace';
     const given = <T>(value: T | null | undefined, kept: T | null): T | null => (value !== undefined ? value : replace ? null : kept);
     const parentGroupId = given(input.parentGroupId, current.parentGroup?.id ?? null);
-    if (parentGroupId !== (current.parentGroup?.id ?? null)) await checkParent(trx, id, parentGroupId);
+    const moved = parentGroupId !== (current.parentGroup?.id ?? null);
+    if (moved) await checkParent(trx, id, parentGroupId);
     await checkUsers(trx, input.contactUserId, input.memberIds);
     const name = input.name ?? current.name;
     const memberIds = given(input.memberIds, null);
-    const affected = [...new Set([...await membersOfSubtree(trx, id), ...(memberIds ?? [])])];
+    // Who may gain permissions: the members given, and when the group moves, everyone below it.
+    const affected = [...new Set([...(moved ? await membersOfSubtree(trx, id) : []), ...(memberIds ?? [])])];
     await grantingNoMoreThanCallerHolds(trx, caller, affected, () => keepingATenantAdministrator(trx, async () => {
       await uniquely(() => trx.updateTable('groups').set({
         name,
