@@ -91,6 +91,20 @@ export interface IdempotencyKeysTable {
   created_at: Timestamp;
 }
 
+export interface JobsTable {
+  id: string;
+  kind: string;
+  subject_id: string;
+  payload: ColumnType<Record<string, unknown>, string | undefined, string>;
+  next_step: Generated<number>;
+  state: Generated<'PENDING' | 'FAILED'>;
+  attempts: Generated<number>;
+  run_after: Timestamp;
+  last_error: string | null;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
 export interface DB {
   tenant: TenantTable;
   permissions: PermissionsTable;
@@ -102,6 +116,7 @@ export interface DB {
   datapools: DatapoolsTable;
   assignments: AssignmentsTable;
   idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

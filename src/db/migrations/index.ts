@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely/migration';
 import * as identityAndAccess from './0001_identity_and_access.js';
 import * as scopesGroupsAndIdentity from './0002_scopes_groups_and_identity.js';
+import * as jobs from './0004_jobs.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -9,4 +10,5 @@ import * as scopesGroupsAndIdentity from './0002_scopes_groups_and_identity.js';
 export const migrations: Record<string, Migration> = {
   '0001_identity_and_access': identityAndAccess,
   '0002_scopes_groups_and_identity': scopesGroupsAndIdentity,
+  '0004_jobs': jobs,
 };
