@@ -15,6 +15,7 @@ import { roleRoutes } from './modules/roles/roles.routes.js';
 import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
+import { datasetRoutes } from './modules/datasets/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -73,6 +74,11 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
 
   registerHealthRoutes(app, ctx.db);
 
+  // Saga workers run with the API and stop before the database closes (app.close() comes first).
+  app.addHook('onReady', async () => ctx.sagas.start());
+  app.addHook('onClose', async () => ctx.sagas.stop());
+  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick() };
+
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
     await v1.register(assignmentRoutes, { ctx });
@@ -80,6 +86,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(groupRoutes, { ctx });
     await v1.register(userRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
+    await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

@@ -2,6 +2,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import type { Tenant } from './db/bootstrap.js';
 import type { TokenVerifier } from './http/token-verifier.js';
+import type { SagaRunner } from './jobs/saga-runner.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -9,4 +10,6 @@ export interface AppContext {
   db: Database;
   tenant: Tenant;
   verifier: TokenVerifier;
+  /** The saga worker of this process (started with the management API, stopped before the database closes). */
+  sagas: SagaRunner;
 }

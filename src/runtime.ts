@@ -4,6 +4,8 @@ import { migrateToLatest } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
 import type { AppContext } from './context.js';
+import { SagaRunner } from './jobs/saga-runner.js';
+import { datasetSagas } from './modules/datasets/index.js';
 
 /**
  * Opens the database, migrates it, bootstraps the tenant and prepares the token verifier: the
@@ -15,7 +17,8 @@ export async function createContext(config: Config, target?: DatabaseTarget): Pr
     await migrateToLatest(db);
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientId });
-    return { config, db, tenant, verifier };
+    const sagas = new SagaRunner(db, datasetSagas());
+    return { config, db, tenant, verifier, sagas };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -106,10 +106,13 @@ describe('OpenAPI document', () => {
         const hasPathId = (operation.parameters ?? []).some((p: any) => p.in === 'path');
         if (hasPathId || method !== 'get') assert.ok(operation.responses['400'], `${where}: no 400`);
         if (hasPathId) assert.ok(operation.responses['404'], `${where}: no 404`);
-        if (method === 'post' || method === 'put' || method === 'patch') {
+        // Every write takes a JSON body, except the lifecycle actions (POST .../stage and the like).
+        const action = method === 'post' && /\/(stage|unstage|release|unrelease)$/.test(where);
+        if ((method === 'post' || method === 'put' || method === 'patch') && !action) {
           for (const status of ['400', '413', '415']) assert.ok(operation.responses[status], `${where}: no ${status}`);
           assert.ok(operation.requestBody?.content?.['application/json'], `${where}: no JSON request body`);
         }
+        if (action) assert.equal(operation.requestBody, undefined, `${where}: an action takes no body`);
         if (operation.parameters?.some((p: any) => p.in === 'query' && p.name === 'page')) {
           assert.ok(operation.responses['400'], `${where}: a list without 400 for bad list parameters`);
         }

@@ -48,3 +48,21 @@ export function readableScope(caller: Caller, permission: PermissionName, scopeT
   }
   return { all: false, ids: [...ids], datapoolIds: [...datapoolIds] };
 }
+
+/**
+ * Datapools are data objects for reading: DATAPOOL_READ on a covering scope reads one, and so does
+ * any permission held through an assignment on the datapool itself (a Data Owner of a pool sees it).
+ */
+export function mayReadDatapool(caller: Caller, id: string): boolean {
+  return hasPermissionOn(caller, 'DATAPOOL_READ', { scopeType: 'DATAPOOL', id })
+    || caller.grants.some((grant) => grant.scopeType === 'DATAPOOL' && grant.scopeId === id);
+}
+
+/** The datapools a list may contain, by the rule of `mayReadDatapool`. */
+export function readableDatapools(caller: Caller): ReadableScope {
+  const byPermission = readableScope(caller, 'DATAPOOL_READ', 'DATAPOOL');
+  if (byPermission.all) return byPermission;
+  const ids = new Set([...byPermission.ids, ...byPermission.datapoolIds]);
+  for (const grant of caller.grants) if (grant.scopeType === 'DATAPOOL') ids.add(grant.scopeId);
+  return { all: false, ids: [...ids], datapoolIds: [] };
+}

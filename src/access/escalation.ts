@@ -4,8 +4,8 @@ import type { Caller } from './caller.js';
 import { PERMISSION_CATALOGUE, type PermissionName } from './catalogue.js';
 import { hasPermissionOn, type ScopedObject } from './check-access.js';
 
-/** One permission that a change would give someone on one scope. */
-export interface PermissionGrant { permission: PermissionName; scopeType: ScopeType; scopeId: string }
+/** One permission that a change would give someone on one scope (and the datapool that scope lies in, if any). */
+export interface PermissionGrant { permission: PermissionName; scopeType: ScopeType; scopeId: string; datapoolId?: string | null }
 
 const keyOf = (grant: PermissionGrant) => `${grant.permission}|${grant.scopeType}|${grant.scopeId}`;
 
@@ -20,8 +20,7 @@ export function holdsEverything(caller: Caller): boolean {
 
 function scopedObjectOf(grant: PermissionGrant): ScopedObject {
   if (grant.scopeType === 'TENANT' || grant.scopeType === 'DATAPOOL') return { scopeType: grant.scopeType, id: grant.scopeId };
-  // The container of a dataset, data source or data structure joins here when their tables come.
-  return { scopeType: grant.scopeType, id: grant.scopeId, datapoolId: null };
+  return { scopeType: grant.scopeType, id: grant.scopeId, datapoolId: grant.datapoolId ?? null };
 }
 
 /**
@@ -35,7 +34,8 @@ export function assertMayGrant(caller: Caller, grants: Iterable<PermissionGrant>
     if (!hasPermissionOn(caller, grant.permission, scopedObjectOf(grant))) missing.set(keyOf(grant), grant);
   }
   if (missing.size === 0) return;
-  const list = [...missing.values()].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
+  const list = [...missing.values()].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))
+    .map(({ permission, scopeType, scopeId }) => ({ permission, scopeType, scopeId }));
   const named = list.map((grant) => `${grant.permission} on ${grant.scopeType} ${grant.scopeId}`).join(', ');
   throw new AppError('ACCESS_DENIED', `This change would grant permissions you do not hold on that scope: ${named}`, {
     extensions: { missingPermissions: list },

@@ -7,16 +7,19 @@ import type { ScopeType } from '../db/schema.js';
  * to them. Existence checks and scope names go through this one table; a later module (datasets,
  * data sources, data structures) adds its table and column here and to the assignments check.
  */
-const SCOPE_OBJECTS: Partial<Record<ScopeType, { table: string; column: 'tenant_id' | 'datapool_id' }>> = {
+const SCOPE_OBJECTS: Partial<Record<ScopeType, { table: string; column: 'tenant_id' | 'datapool_id' | 'dataset_id' }>> = {
   TENANT: { table: 'tenant', column: 'tenant_id' },
   DATAPOOL: { table: 'datapools', column: 'datapool_id' },
+  DATASET: { table: 'datasets', column: 'dataset_id' },
 };
 
 /** The columns of an assignment row on that scope: `scope_id` plus the foreign key of its type. */
-export function scopeColumns(scopeType: ScopeType, scopeId: string): { scope_type: ScopeType; scope_id: string; tenant_id: string | null; datapool_id: string | null } {
+export function scopeColumns(scopeType: ScopeType, scopeId: string): {
+  scope_type: ScopeType; scope_id: string; tenant_id: string | null; datapool_id: string | null; dataset_id: string | null;
+} {
   const column = SCOPE_OBJECTS[scopeType]?.column;
   if (!column) throw new Error(`no object can be a ${scopeType} scope yet`);
-  return { scope_type: scopeType, scope_id: scopeId, tenant_id: null, datapool_id: null, [column]: scopeId };
+  return { scope_type: scopeType, scope_id: scopeId, tenant_id: null, datapool_id: null, dataset_id: null, [column]: scopeId };
 }
 
 /** SQL for the display name of the scope of an assignment row aliased `alias`. */

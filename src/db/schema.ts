@@ -77,6 +77,7 @@ export interface AssignmentsTable {
   /** Exactly one of these, the one of scope_type, is set and equals scope_id (a foreign key each). */
   tenant_id: string | null;
   datapool_id: string | null;
+  dataset_id: string | null;
   created_at: Timestamp;
   modified_at: Timestamp;
 }
@@ -89,6 +90,34 @@ export interface IdempotencyKeysTable {
   headers: ColumnType<Record<string, string>, string, string>;
   body: string;
   created_at: Timestamp;
+}
+
+export type DatasetStatus = 'DRAFT' | 'READY' | 'AVAILABLE';
+export type SagaType = 'CREATE' | 'DELETE' | 'RELEASE' | 'UNRELEASE';
+
+export interface DatasetsTable {
+  id: string;
+  name: string;
+  description: string;
+  datapool_id: string | null;
+  created_by: string | null;
+  open_data_access: Generated<boolean>;
+  status: Generated<DatasetStatus>;
+  pending_saga_type: SagaType | null;
+  provisioned: Generated<boolean>;
+  saga_error: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
+export interface DatasetNamedApisTable {
+  dataset_id: string;
+  position: number;
+  slug: string;
+  name: string;
+  standard: 'OWS' | 'STA';
+  version: string | null;
+  description: string | null;
 }
 
 export interface JobsTable {
@@ -117,6 +146,8 @@ export interface DB {
   assignments: AssignmentsTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;
+  datasets: DatasetsTable;
+  dataset_named_apis: DatasetNamedApisTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

@@ -427,9 +427,12 @@ for (const kind of databaseKinds()) {
         assertProblem(await call('POST', '/v1/datapools', { token, body: { name: unique('denied'), description: 'x' } }), 403, 'ACCESS_DENIED');
       });
 
-      test('DATAPOOL_WRITE without DATAPOOL_READ: the datapool still does not exist for them', async () => {
+      test('any assignment on a datapool reads it (the contract\'s rule), and only it', async () => {
         const token = await readerWith([{ permissions: ['DATAPOOL_WRITE'], scopeType: 'DATAPOOL', scopeId: a.id }]);
-        assertProblem(await call('PATCH', `/v1/datapools/${a.id}`, { token, body: { description: 'x' } }), 404, 'NOT_FOUND');
+        assert.equal((await call('PATCH', `/v1/datapools/${a.id}`, { token, body: { description: 'written by its writer' } })).status, 200);
+        assertProblem(await call('GET', `/v1/datapools/${b.id}`, { token }), 404, 'NOT_FOUND');
+        const page = (await call('GET', '/v1/datapools?size=1000', { token })).json<Page<Datapool>>();
+        assert.deepEqual(page.content.map((pool) => pool.id), [a.id]);
       });
 
       test('TENANT DATAPOOL_READ: sees every datapool, writes nothing', async () => {
@@ -522,14 +525,16 @@ for (const kind of databaseKinds()) {
       });
 
       test('a DATAPOOL grant made through the body gives the group what its role holds on that datapool', async () => {
-        // Data Owner holds no DATAPOOL_READ: its DATAPOOL assignment covers the datasets in the pool, not the pool itself.
+        // Data Owner holds no DATAPOOL_READ, but an assignment on the pool lets its holders see the pool (not change it).
         const email = `${unique('owner')}@example.com`;
         const userId = randomUUID();
         const groupId = await insertGroup();
         await t.ctx.db.insertInto('users').values({ id: userId, email, first_name: 'Owner', last_name: 'Test', title: 'OTHER' }).execute();
         await t.ctx.db.insertInto('group_members').values({ group_id: groupId, user_id: userId }).execute();
         const pool = await createPool({ assignments: [{ groupId, roleId: await roleId('Data Owner') }] });
-        assertProblem(await call('GET', `/v1/datapools/${pool.id}`, { token: await t.tokenFor(email) }), 404, 'NOT_FOUND');
+        const token = await t.tokenFor(email);
+        assert.equal((await call('GET', `/v1/datapools/${pool.id}`, { token })).status, 200);
+        assertProblem(await call('PATCH', `/v1/datapools/${pool.id}`, { token, body: { description: 'x' } }), 403, 'ACCESS_DENIED');
       });
     });
 

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely/migration';
 import * as identityAndAccess from './0001_identity_and_access.js';
 import * as scopesGroupsAndIdentity from './0002_scopes_groups_and_identity.js';
 import * as jobs from './0004_jobs.js';
+import * as datasets from './0005_datasets.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '0001_identity_and_access': identityAndAccess,
   '0002_scopes_groups_and_identity': scopesGroupsAndIdentity,
   '0004_jobs': jobs,
+  '0005_datasets': datasets,
 };

@@ -27,7 +27,7 @@ export async function loadDatapools(db: Database, ids: string[]): Promise<Datapo
     name: row.name,
     description: row.description,
     contactPerson: row.contact_person ?? null,
-    datasets: [], // No datasets table yet: the datasets issue fills this from datasets.datapool_id.
+    datasets: [] as string[], // filled by the service from the datasets module
     createdAt: iso(row.created_at),
     modifiedAt: iso(row.modified_at),
   })));

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import type { Caller } from '../../access/caller.js';
 import { callerOf } from '../../http/authentication.js';
-import { hasPermissionOn, readableScope, requireTenantPermission } from '../../access/check-access.js';
+import { hasPermissionOn, mayReadDatapool, readableDatapools, requireTenantPermission } from '../../access/check-access.js';
 import { accessDenied, notFound } from '../../errors.js';
 import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
@@ -17,7 +17,7 @@ const WRITE_ERRORS = [400, 401, 403, 404, 409, 412, 413, 415];
 
 /** Datapools are data objects: one the caller may not read does not exist for them (404, no existence leak). */
 function requireReadable(caller: Caller, id: string): void {
-  if (!hasPermissionOn(caller, 'DATAPOOL_READ', { scopeType: 'DATAPOOL', id })) throw notFound('Datapool', id);
+  if (!mayReadDatapool(caller, id)) throw notFound('Datapool', id);
 }
 
 /** One the caller may read but not change answers 403. */
@@ -32,7 +32,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
       tags, summary: 'List the datapools the caller may read', querystring: DatapoolListQuery,
       response: responses({ 200: PageOf(Datapool, 'Datapool') }, [400, 401, 403]),
     },
-  }, async (request) => listDatapools(ctx.db, request.query, readableScope(callerOf(request), 'DATAPOOL_READ', 'DATAPOOL')));
+  }, async (request) => listDatapools(ctx.db, request.query, readableDatapools(callerOf(request))));
 
   app.post('/datapools', {
     schema: { tags, summary: 'Create a datapool', body: DatapoolInput, response: responses({ 201: Datapool }, [400, 401, 403, 409, 413, 415]) },

@@ -12,13 +12,20 @@ import { replaceScopedAssignments } from '../assignments/assignments.service.js'
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool } from './datapools.repo.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
+import { datasetIdsOfDatapools } from '../datasets/index.js';
 import type { Datapool, DatapoolInput, DatapoolListQuery, DatapoolPatch } from './datapools.schemas.js';
 
 const duplicateName = (name: string) => `A datapool named "${name}" already exists`;
 const unknownContactPerson = () => validationFailed('contactPersonId', 'no user has this id');
 
+/** Datapool representations with the ids of the datasets each holds. */
+async function withDatasets(db: Database, ids: string[]): Promise<Datapool[]> {
+  const [datapools, datasets] = await Promise.all([loadDatapools(db, ids), datasetIdsOfDatapools(db, ids)]);
+  return datapools.map((datapool) => ({ ...datapool, datasets: datasets.get(datapool.id) ?? [] }));
+}
+
 export async function getDatapool(db: Database, id: string): Promise<Datapool> {
-  const [datapool] = await loadDatapools(db, [id]);
+  const [datapool] = await withDatasets(db, [id]);
   if (!datapool) throw notFound('Datapool', id);
   return datapool;
 }
@@ -26,7 +33,7 @@ export async function getDatapool(db: Database, id: string): Promise<Datapool> {
 export async function listDatapools(db: Database, query: DatapoolListQuery, readable: ReadableScope) {
   const request = { page: query.page, size: query.size, sort: parseSort(query.sort, Object.keys(DATAPOOL_SORT_COLUMNS)) };
   const { ids, total } = await findDatapoolPage(db, query, request, readable);
-  return pageOf(await loadDatapools(db, ids), total, request);
+  return pageOf(await withDatasets(db, ids), total, request);
 }
 
 export async function listDatapoolAssignments(db: Database, id: string): Promise<Assignment[]> {
@@ -92,10 +99,9 @@ export async function updateDatapool(
 }
 
 /**
- * 409 RESOURCE_IN_USE while datasets still live in the datapool. Not reachable yet: there is no
- * datasets table, so `datasets` is always empty; the datasets issue wires it by filling
- * `datasets` in loadDatapools (and by locking the datapool row when it adds a dataset to it, so
- * that a dataset created during this delete cannot slip past the check).
+ * 409 RESOURCE_IN_USE while datasets still live in the datapool. A dataset being created in it
+ * holds a lock on the datapool row until it commits, so it cannot slip past this check (and the
+ * foreign key refuses the delete in any case).
  */
 function assertHoldsNoDatasets(datapool: Datapool): void {
   if (datapool.datasets.length === 0) return;

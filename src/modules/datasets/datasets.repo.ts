@@ -1,0 +1,133 @@
+import { sql, type SqlBool } from 'kysely';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
+import type { Database } from '../../db/client.js';
+import type { DatasetStatus, SagaType } from '../../db/schema.js';
+import { userRefOf } from '../../db/user-ref.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
+import { splitIds, type ListRequest } from '../../http/page.js';
+import { iso } from '../../http/resource.js';
+import type { ReadableScope } from '../../access/check-access.js';
+import type { Dataset, DatasetListQuery, NamedApi, NamedApiInput } from './datasets.schemas.js';
+
+export const DATASET_SORT_COLUMNS: Record<string, string> = {
+  name: 'd.name', description: 'd.description', dataSetStatus: 'd.status', createdAt: 'd.created_at', modifiedAt: 'd.modified_at',
+};
+
+/** Full dataset representations (datapool, creator, named APIs), in one query. */
+export async function loadDatasets(db: Database, ids: readonly string[], dataApiUrl: string): Promise<Dataset[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('datasets as d')
+    .selectAll('d')
+    .select((eb) => [
+      jsonObjectFrom(eb.selectFrom('datapools as p').select(['p.id', 'p.name']).whereRef('p.id', '=', 'd.datapool_id')).as('datapool'),
+      userRefOf(eb, 'd.created_by').as('creator'),
+      jsonArrayFrom(eb.selectFrom('dataset_named_apis as n').select(['n.name', 'n.description', 'n.slug', 'n.standard', 'n.version'])
+        .whereRef('n.dataset_id', '=', 'd.id').orderBy('n.position')).as('named_apis'),
+    ])
+    .where('d.id', 'in', [...ids])
+    .execute();
+  return inIdOrder(ids, rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    dataSetStatus: row.status,
+    datapool: row.datapool ?? null,
+    createdBy: row.creator ?? null,
+    openDataAccess: row.open_data_access,
+    namedApis: row.named_apis as NamedApi[],
+    pendingSagaType: row.pending_saga_type,
+    provisioned: row.provisioned,
+    sagaError: (typeof row.saga_error === 'string' ? JSON.parse(row.saga_error) : row.saga_error) as Dataset['sagaError'],
+    pipelines: [], // Pipelines come with their own module.
+    publicUrl: row.status === 'AVAILABLE' ? `${dataApiUrl}/v1/datasets/${row.id}` : null,
+    createdAt: iso(row.created_at),
+    modifiedAt: iso(row.modified_at),
+  })));
+}
+
+/** One page of the datasets matching the filters among those the caller may read (filtered in SQL). */
+export async function findDatasetPage(db: Database, query: DatasetListQuery, request: ListRequest, readable: ReadableScope) {
+  let qb = withSharedFilters(db.selectFrom('datasets as d'), 'd', query);
+  if (!readable.all) {
+    const { ids, datapoolIds } = readable;
+    qb = ids.length + datapoolIds.length === 0
+      ? qb.where(sql<SqlBool>`false`)
+      : qb.where((eb) => eb.or([
+        ...(ids.length > 0 ? [eb('d.id', 'in', ids)] : []),
+        ...(datapoolIds.length > 0 ? [eb('d.datapool_id', 'in', datapoolIds)] : []),
+      ]));
+  }
+  qb = withNameDescriptionFilters(qb, 'd', query);
+  const datapoolIds = splitIds(query.datapoolIds);
+  if (datapoolIds) qb = qb.where('d.datapool_id', 'in', datapoolIds);
+  if (!query.includePendingDelete) qb = qb.where((eb) => eb.or([eb('d.pending_saga_type', 'is', null), eb('d.pending_saga_type', '!=', 'DELETE')]));
+  return fetchPageIds(qb, 'd', request, DATASET_SORT_COLUMNS);
+}
+
+export interface DatasetState { id: string; status: DatasetStatus; pendingSagaType: SagaType | null; provisioned: boolean; datapoolId: string | null }
+
+const stateOf = (row: { id: string; status: DatasetStatus; pending_saga_type: SagaType | null; provisioned: boolean; datapool_id: string | null }): DatasetState =>
+  ({ id: row.id, status: row.status, pendingSagaType: row.pending_saga_type, provisioned: row.provisioned, datapoolId: row.datapool_id });
+
+const STATE_COLUMNS = ['id', 'status', 'pending_saga_type', 'provisioned', 'datapool_id'] as const;
+
+/** The lifecycle state of a dataset, its row locked for the rest of the transaction. */
+export async function lockDataset(db: Database, id: string): Promise<DatasetState | undefined> {
+  const row = await db.selectFrom('datasets').select(STATE_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst();
+  return row && stateOf(row);
+}
+
+/** The state without a lock: authorization needs the datapool before any write. */
+export async function findDatasetState(db: Database, id: string): Promise<DatasetState | undefined> {
+  const row = await db.selectFrom('datasets').select(STATE_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && stateOf(row);
+}
+
+export interface DatasetValues { name: string; description: string; datapoolId: string | null; openDataAccess: boolean }
+
+export const insertDataset = (db: Database, id: string, values: DatasetValues, createdBy: string | null) =>
+  db.insertInto('datasets').values({
+    id, name: values.name, description: values.description, datapool_id: values.datapoolId, open_data_access: values.openDataAccess,
+    created_by: createdBy, pending_saga_type: 'CREATE',
+  }).execute();
+
+export const updateDatasetRow = (db: Database, id: string, values: DatasetValues) =>
+  db.updateTable('datasets').set({
+    name: values.name, description: values.description, datapool_id: values.datapoolId, open_data_access: values.openDataAccess, modified_at: sql`now()`,
+  }).where('id', '=', id).execute();
+
+export const setDatasetState = (db: Database, id: string, changes: { status?: DatasetStatus; pendingSagaType?: SagaType | null; provisioned?: boolean }) =>
+  db.updateTable('datasets').set({
+    ...(changes.status !== undefined ? { status: changes.status } : {}),
+    ...(changes.pendingSagaType !== undefined ? { pending_saga_type: changes.pendingSagaType } : {}),
+    ...(changes.provisioned !== undefined ? { provisioned: changes.provisioned } : {}),
+    ...(changes.pendingSagaType ? { saga_error: null } : {}),
+    modified_at: sql`now()`,
+  }).where('id', '=', id).execute();
+
+export const recordSagaError = (db: Database, id: string, error: { sagaType: SagaType; message: string }) =>
+  db.updateTable('datasets').set({
+    pending_saga_type: null,
+    saga_error: JSON.stringify({ ...error, occurredAt: new Date().toISOString() }),
+    modified_at: sql`now()`,
+  }).where('id', '=', id).execute();
+
+export async function setNamedApis(db: Database, datasetId: string, apis: readonly NamedApiInput[]): Promise<void> {
+  await db.deleteFrom('dataset_named_apis').where('dataset_id', '=', datasetId).execute();
+  if (apis.length === 0) return;
+  await db.insertInto('dataset_named_apis').values(apis.map((api, position) => ({
+    dataset_id: datasetId, position, slug: api.slug, name: api.name, standard: api.standard, version: api.version ?? null, description: api.description ?? null,
+  }))).execute();
+}
+
+export const deleteDatasetRow = (db: Database, id: string) => db.deleteFrom('datasets').where('id', '=', id).execute();
+
+/** The ids of the datasets each datapool holds, oldest first, in one query. */
+export async function datasetIdsOfDatapools(db: Database, datapoolIds: readonly string[]): Promise<Map<string, string[]>> {
+  const byPool = new Map<string, string[]>(datapoolIds.map((id) => [id, []]));
+  if (datapoolIds.length === 0) return byPool;
+  const rows = await db.selectFrom('datasets').select(['id', 'datapool_id']).where('datapool_id', 'in', [...datapoolIds])
+    .orderBy('created_at').orderBy('id').execute();
+  for (const row of rows) byPool.get(row.datapool_id!)?.push(row.id);
+  return byPool;
+}

@@ -1,0 +1,5 @@
+/** The datasets module's public face: what other modules and the process wiring may use. */
+export { datasetRoutes } from './datasets.routes.js';
+export { datasetSagas, type DatasetSagaSteps } from './dataset-sagas.js';
+export { datasetIdsOfDatapools } from './datasets.repo.js';
+export type { DatasetsContext } from './datasets.service.js';
