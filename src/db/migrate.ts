@@ -1,4 +1,4 @@
-import { Migrator } from 'kysely/migration';
+import { Migrator } from 'kysely';
 import type { Database } from './client.js';
 import { migrations } from './migrations/index.js';
 

@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely/migration';
+import type { Migration } from 'kysely';
 import * as identityAndAccess from './0001_identity_and_access.js';
 
 /**
