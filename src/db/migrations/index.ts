@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as identityAndAccess from './0001_identity_and_access.js';
+import * as idempotencyLease from './0003_idempotency_lease.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -7,4 +8,5 @@ import * as identityAndAccess from './0001_identity_and_access.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001_identity_and_access': identityAndAccess,
+  '0003_idempotency_lease': idempotencyLease,
 };
