@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import dotenv from 'dotenv';
@@ -23,6 +24,10 @@ type Mode = (typeof MODES)[number];
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 // How long, once a shutdown began, a connection with no request in flight may still send one.
 const DRAIN_GRACE_MS = 2_000;
+// Once a shutdown began, new connections are still accepted until none came for ACCEPT_QUIET_MS
+// (at most ACCEPT_WINDOW_MAX_MS), and answered with Connection: close.
+const ACCEPT_QUIET_MS = 100;
+const ACCEPT_WINDOW_MAX_MS = 1_000;
 
 interface Listener { name: string; url: string; app: FastifyInstance; drain: () => Promise<void> }
 
@@ -123,7 +128,10 @@ async function start(mode: Mode, config: Config, logger: Logger) {
 function trackConnections(server: HttpServer): () => Promise<void> {
   const inFlight = new Map<Socket, number>();
   let draining = false;
+  let accepted = 0;
+  const served = new WeakSet<Socket>();
   server.on('connection', (socket: Socket) => {
+    accepted++;
     inFlight.set(socket, 0);
     socket.once('close', () => inFlight.delete(socket));
   });
@@ -131,21 +139,38 @@ function trackConnections(server: HttpServer): () => Promise<void> {
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    served.add(socket);
     if (draining && !response.headersSent) response.setHeader('connection', 'close');
     response.once('close', () => {
-      const left = (inFlight.get(socket) ?? 1) - 1;
+      if (!inFlight.has(socket)) return; // the connection is already gone
+      const left = inFlight.get(socket)! - 1;
       inFlight.set(socket, left);
       if (draining && left === 0) socket.end();
     });
   });
-  return () => new Promise<void>((resolve) => {
+  return async () => {
     draining = true;
+    // Connections the kernel has completed but Node has not accepted yet (PGlite's work keeps the
+    // event loop busy) would be reset with the listening socket: keep accepting until none arrived
+    // for a moment, so that every client that got through is served.
+    const until = Date.now() + ACCEPT_WINDOW_MAX_MS;
+    for (let before = -1; before !== accepted && Date.now() < until;) {
+      before = accepted;
+      await sleep(ACCEPT_QUIET_MS);
+      await new Promise(setImmediate);
+    }
+    await new Promise<void>(stopAccepting);
+  };
+  function stopAccepting(resolve: () => void) {
     // net's close stops accepting and waits for the open connections; http's would cut idle ones.
     NetServer.prototype.close.call(server, () => resolve());
+    // An idle keep-alive connection has had its answers: it is closed now, as Node would. One that
+    // has not sent its first request yet is given the grace to send it.
+    for (const [socket, count] of inFlight) if (count === 0 && served.has(socket)) socket.end();
     setTimeout(() => {
       for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
     }, DRAIN_GRACE_MS).unref();
-  });
+  }
 }
 
 /** Stop accepting, let in-flight requests finish, then close the database; the IdP last, as the API may still need its keys. */
