@@ -120,10 +120,11 @@ async function start(mode: Mode, config: Config, logger: Logger) {
 
 /**
  * Follows a listener's connections so that a shutdown loses no request: returns `drain`, which
- * stops accepting, lets every request in flight finish, answers requests still arriving on open
- * connections (for a short grace) with `Connection: close`, and resolves once every connection is
- * closed. Node's http.Server.close() (and Fastify's close) would instead destroy connections that
- * were accepted but whose request was not parsed yet, and Fastify answers 503 while closing.
+ * stops accepting (after a quiet moment), lets every request in flight finish, answers requests
+ * still arriving on open connections (for a short grace) with `Connection: close`, and resolves
+ * once every connection is closed. Node's http.Server.close() (and Fastify's close) would instead
+ * destroy connections accepted but whose request was not parsed yet, and Fastify answers 503 while
+ * closing; so Fastify is closed only after this.
  */
 function trackConnections(server: HttpServer): () => Promise<void> {
   const inFlight = new Map<Socket, number>();
