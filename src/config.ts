@@ -23,6 +23,7 @@ const EnvSchema = Type.Object({
   DEV_IDP_TTL: Type.Integer({ default: 300, minimum: 10, maximum: 86_400 }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: Type.String({ default: './data', minLength: 1 }),
+  DATABASE_STARTUP_TIMEOUT: Type.Integer({ default: 60, minimum: 0, maximum: 3600 }),
   OIDC_ISSUER: Type.Optional(HttpUrl),
   OIDC_CLIENT_ID: Type.String({ default: 'api-access', minLength: 1 }),
   BOOTSTRAP_ADMIN_EMAIL: Type.String({ default: 'admin@example.com', format: 'email' }),
@@ -42,7 +43,8 @@ export interface Config {
   api: { port: number; baseUrl: string };
   dataApi: { port: number; baseUrl: string; corsOrigins: string[] };
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
-  database: { url: string | null; dataDir: string };
+  /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
+  database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
   oidc: { issuer: string; clientId: string };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
   logLevel: string;
@@ -92,7 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: e.DEV_IDP_PASSWORD,
       tokenTtlSeconds: e.DEV_IDP_TTL,
     },
-    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR },
+    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: e.OIDC_CLIENT_ID },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     logLevel: e.LOG_LEVEL,

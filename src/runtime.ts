@@ -1,26 +1,64 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import type { Config } from './config.js';
-import { openDatabase, type DatabaseTarget } from './db/client.js';
+import { openDatabase, type ConnectionLog, type Database, type DatabaseTarget } from './db/client.js';
+import { describeConnectionError, isDatabaseUnavailable } from './db/connection-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
+import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
 import { datasetSagas } from './modules/datasets/index.js';
+
+/** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
+export class DatabaseUnreachableError extends Error {}
+
+const SILENT: ConnectionLog = { warn: () => {} };
 
 /**
  * Opens the database, migrates it, bootstraps the tenant and prepares the token verifier: the
  * state every listener of one process shares. The caller closes it with `ctx.db.destroy()`.
  */
-export async function createContext(config: Config, target?: DatabaseTarget): Promise<AppContext> {
-  const db = openDatabase(target ?? { url: config.database.url, dataDir: config.database.dataDir });
+export async function createContext(config: Config, target?: DatabaseTarget, log: ConnectionLog = SILENT): Promise<AppContext> {
+  const where = target ?? { url: config.database.url, dataDir: config.database.dataDir };
+  const db = openDatabase(where, log);
   try {
+    await waitForDatabase(db, config.database.startupTimeoutSeconds, log);
     await migrateToLatest(db);
+    if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientId });
-    const sagas = new SagaRunner(db, datasetSagas());
+    const sagas = new SagaRunner(db, datasetSagas(), { log });
     return { config, db, tenant, verifier, sagas };
   } catch (error) {
     await db.destroy();
     throw error;
+  }
+}
+
+const MAX_RETRY_DELAY_S = 5;
+
+/**
+ * A database that is not up yet (started in the same deployment, restarting) is waited for, with a
+ * growing pause and a log line each time, rather than failing the start at once; after the bound
+ * the start fails with one line. Other errors (a wrong password, a missing database) fail at once.
+ */
+async function waitForDatabase(db: Database, timeoutSeconds: number, log: ConnectionLog): Promise<void> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  for (let delaySeconds = 1; ; delaySeconds = Math.min(delaySeconds * 2, MAX_RETRY_DELAY_S)) {
+    try {
+      await sql`select 1`.execute(db);
+      return;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      const remainingSeconds = Math.ceil((deadline - Date.now()) / 1000);
+      if (remainingSeconds <= 0) {
+        throw new DatabaseUnreachableError(`database not reachable (${describeConnectionError(error)}); gave up after ${timeoutSeconds} s (DATABASE_STARTUP_TIMEOUT)`, { cause: error });
+      }
+      const wait = Math.min(delaySeconds, remainingSeconds);
+      log.warn({}, `database not reachable (${describeConnectionError(error)}); retrying in ${wait} s, giving up after ${timeoutSeconds} s`);
+      await sleep(wait * 1000);
+    }
   }
 }

@@ -1,10 +1,13 @@
 import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Server as NetServer, type Socket } from 'node:net';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import dotenv from 'dotenv';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createContext } from './runtime.js';
+import { createContext, DatabaseUnreachableError } from './runtime.js';
 import { buildApp } from './app.js';
 import { buildDataApiApp } from './data-api/gateway.app.js';
 import { buildIdpApp } from './idp/idp.app.js';
@@ -19,8 +22,14 @@ const MODES = ['api', 'data-api', 'idp', 'all'] as const;
 type Mode = (typeof MODES)[number];
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+// How long, once a shutdown began, a connection with no request in flight may still send one.
+const DRAIN_GRACE_MS = 2_000;
+// Once a shutdown began, new connections are still accepted until none came for ACCEPT_QUIET_MS
+// (at most ACCEPT_WINDOW_MAX_MS), and answered with Connection: close.
+const ACCEPT_QUIET_MS = 100;
+const ACCEPT_WINDOW_MAX_MS = 1_000;
 
-interface Listener { name: string; url: string; app: FastifyInstance }
+interface Listener { name: string; url: string; app: FastifyInstance; drain: () => Promise<void> }
 
 /** Everything this process has opened, so that a shutdown at any moment closes exactly that. */
 const state: {
@@ -82,7 +91,7 @@ async function start(mode: Mode, config: Config, logger: Logger) {
       tokenTtlSeconds: config.idp.tokenTtlSeconds,
       loggerInstance: logger.child({ listener: 'idp' }),
     });
-    state.idp = { name: 'idp', url: config.idp.url, app };
+    state.idp = { name: 'idp', url: config.idp.url, app, drain: trackConnections(app.server) };
     await app.listen({ host: config.host, port: config.idp.port });
   } else if (mode === 'all') {
     logger.info('development identity provider not started (NODE_ENV=production or DEV_IDP=off)');
@@ -90,7 +99,7 @@ async function start(mode: Mode, config: Config, logger: Logger) {
   if (state.stopping || mode === 'idp') return;
 
   // One context (database, migrations, token verifier) shared by both HTTP listeners.
-  state.ctx = await createContext(config);
+  state.ctx = await createContext(config, undefined, logger.child({ component: 'database' }));
   if (state.stopping) return;
   const ctx = state.ctx;
   const builders: Array<[string, string, number, () => Promise<FastifyInstance>]> = [];
@@ -101,10 +110,67 @@ async function start(mode: Mode, config: Config, logger: Logger) {
     builders.push(['data-api', config.dataApi.baseUrl, config.dataApi.port, () => buildDataApiApp(ctx, logger.child({ listener: 'data-api' }))]);
   }
   for (const [name, url, port, build] of builders) {
-    const listener = { name, url, app: await build() };
+    const app = await build();
+    const listener = { name, url, app, drain: trackConnections(app.server) };
     state.listeners.push(listener);
     if (state.stopping) return;
     await listener.app.listen({ host: config.host, port });
+  }
+}
+
+/**
+ * Follows a listener's connections so that a shutdown loses no request: returns `drain`, which
+ * stops accepting (after a quiet moment), lets every request in flight finish, answers requests
+ * still arriving on open connections (for a short grace) with `Connection: close`, and resolves
+ * once every connection is closed. Node's http.Server.close() (and Fastify's close) would instead
+ * destroy connections accepted but whose request was not parsed yet, and Fastify answers 503 while
+ * closing; so Fastify is closed only after this.
+ */
+function trackConnections(server: HttpServer): () => Promise<void> {
+  const inFlight = new Map<Socket, number>();
+  let draining = false;
+  let accepted = 0;
+  const served = new WeakSet<Socket>();
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    inFlight.set(socket, 0);
+    socket.once('close', () => inFlight.delete(socket));
+  });
+  // Prepended, so that the header is set before Fastify's handler may answer.
+  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    served.add(socket);
+    if (draining && !response.headersSent) response.setHeader('connection', 'close');
+    response.once('close', () => {
+      if (!inFlight.has(socket)) return; // the connection is already gone
+      const left = inFlight.get(socket)! - 1;
+      inFlight.set(socket, left);
+      if (draining && left === 0) socket.end();
+    });
+  });
+  return async () => {
+    draining = true;
+    // Connections the kernel has completed but Node has not accepted yet (PGlite's work keeps the
+    // event loop busy) would be reset with the listening socket: keep accepting until none arrived
+    // for a moment, so that every client that got through is served.
+    const until = Date.now() + ACCEPT_WINDOW_MAX_MS;
+    for (let before = -1; before !== accepted && Date.now() < until;) {
+      before = accepted;
+      await sleep(ACCEPT_QUIET_MS);
+      await new Promise(setImmediate);
+    }
+    await new Promise<void>(stopAccepting);
+  };
+  function stopAccepting(resolve: () => void) {
+    // net's close stops accepting and waits for the open connections; http's would cut idle ones.
+    NetServer.prototype.close.call(server, () => resolve());
+    // An idle keep-alive connection has had its answers: it is closed now, as Node would. One that
+    // has not sent its first request yet is given the grace to send it.
+    for (const [socket, count] of inFlight) if (count === 0 && served.has(socket)) socket.end();
+    setTimeout(() => {
+      for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+    }, DRAIN_GRACE_MS).unref();
   }
 }
 
@@ -125,7 +191,9 @@ async function shutdown(signal: string) {
     // A start under way (migrations, say) is let finish, so that its database is closed too;
     // it opens no listener once `stopping` is set.
     await state.starting?.catch(() => undefined);
+    await Promise.all(state.listeners.map((listener) => listener.drain()));
     await Promise.all(state.listeners.map((listener) => listener.app.close()));
+    await state.idp?.drain();
     await state.idp?.app.close();
     await state.ctx?.db.destroy();
   } catch (err) {
@@ -149,7 +217,8 @@ async function main() {
     await state.starting;
   } catch (err) {
     if (state.stopping) return; // a shutdown is under way and reports on its own
-    logger.fatal({ err }, 'start failed');
+    if (err instanceof DatabaseUnreachableError) logger.fatal(err.message);
+    else logger.fatal({ err }, 'start failed');
     await Promise.allSettled([...state.listeners, ...(state.idp ? [state.idp] : [])].map((listener) => listener.app.close()));
     await state.ctx?.db.destroy().catch(() => undefined);
     process.exit(1);
@@ -162,6 +231,7 @@ async function main() {
     state.listeners.find((l) => l.name === 'data-api') && `data API ${config.dataApi.baseUrl}`,
     state.idp && `identity provider ${config.idp.url}/realms/platform`,
     mode !== 'idp' && `database ${describeDatabase(config)}`,
+    mode !== 'idp' && `token issuer ${config.oidc.issuer}`,
   ].filter(Boolean).join(', ');
   logger.info({ mode, urls, startMs: Math.round(performance.now() - startedAt) }, `ready: ${summary}`);
 }

@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { initialisePgliteDirectory } from './pglite-first-start.js';
+import { PgliteDialect } from './pglite-dialect.js';
+import { describeConnectionError, isConnectionRefused } from './connection-errors.js';
 
 export type Database = Kysely<DB>;
 
@@ -15,6 +18,9 @@ export interface DatabaseTarget {
   poolSize?: number;
 }
 
+/** Where connection trouble is reported; the process carries on either way. */
+export interface ConnectionLog { warn(details: object, message: string): void }
+
 // int8 (count(*)) arrives as a string by default; our counts always fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
@@ -22,14 +28,14 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 // single-connection database needs far less, and this saves about 150 MB of resident memory.
 const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=4MB', 'maintenance_work_mem=16MB', 'temp_buffers=2MB', 'wal_buffers=1MB'];
 
-export function openDatabase(target: DatabaseTarget): Database {
-  if (target.url) {
-    const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10 });
-    // An idle client that loses its connection (server restart, terminated backend) emits 'error';
-    // the pool drops that client and the next query gets a fresh one, so the process must not crash.
-    pool.on('error', () => {});
-    return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  }
+// A request waits at most this long for a connection, so that nothing hangs on a dead database.
+const CONNECTION_TIMEOUT_MS = 5_000;
+// A refused connection is tried again briefly (a database restarting, a proxy failing over) before
+// the request answers 503; nothing was sent, so trying again cannot apply anything twice.
+const CONNECT_RETRY_DELAYS_MS = [100, 300];
+
+export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn: () => {} }): Database {
+  if (target.url) return new Kysely<DB>({ dialect: new PostgresDialect({ pool: openPool(target.url, target.poolSize ?? 10, log) }) });
   if (target.dataDir) {
     mkdirSync(target.dataDir, { recursive: true });
     initialisePgliteDirectory(target.dataDir, PGLITE_SETTINGS);
@@ -38,5 +44,29 @@ export function openDatabase(target: DatabaseTarget): Database {
     parsers: { 20: (value: string) => Number(value) },
     postgresqlconf: PGLITE_SETTINGS,
   });
-  return new Kysely<DB>({ dialect: new PGliteDialect({ pglite }) });
+  return new Kysely<DB>({ dialect: new PgliteDialect(pglite) });
+}
+
+function openPool(url: string, size: number, log: ConnectionLog): PostgresPool {
+  const pool = new pg.Pool({ connectionString: url, max: size, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
+  // A client whose connection drops (terminated backend, database restart, network) emits 'error',
+  // idle or checked out; unheard, that error would end the process. The query under way fails on
+  // its own, and the pool discards the broken client when it comes back.
+  const onClientError = (err: Error) => log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, `database connection lost (${describeConnectionError(err)})`);
+  pool.on('connect', (client) => client.on('error', onClientError));
+  pool.on('error', onClientError);
+  return {
+    connect: async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await pool.connect();
+        } catch (error) {
+          const delay = CONNECT_RETRY_DELAYS_MS[attempt];
+          if (delay === undefined || !isConnectionRefused(error)) throw error;
+          await sleep(delay);
+        }
+      }
+    },
+    end: () => pool.end(),
+  };
 }

@@ -90,6 +90,8 @@ export interface IdempotencyKeysTable {
   headers: ColumnType<Record<string, string>, string, string>;
   body: string;
   created_at: Timestamp;
+  /** Set while the first request runs; see migration 0003. */
+  lease_expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export type DatasetStatus = 'DRAFT' | 'READY' | 'AVAILABLE';

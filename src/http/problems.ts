@@ -3,8 +3,11 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError, problemOf } from '../errors.js';
 import { isApiPath } from './authentication.js';
 import { isForeignKeyViolation } from '../db/constraint-errors.js';
+import { isDatabaseUnavailable } from '../db/connection-errors.js';
 
 const PROBLEM_TYPE = 'application/problem+json';
+// What a 503 for an unreachable database asks the client to wait before retrying.
+const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError) {
   const instance = request.url.split('?')[0] ?? request.url;
@@ -39,6 +42,13 @@ export function installProblemHandlers(app: FastifyInstance) {
     if (isForeignKeyViolation(error)) {
       // The services check references first; this is a concurrent delete slipping in between.
       return sendProblem(request, reply, new AppError('INVALID_STATE', 'An object this request refers to was changed or deleted at the same time; retry', { status: 409 }));
+    }
+    if (isDatabaseUnavailable(error)) {
+      // The database dropped or refused the connection: transient, so the process carries on and
+      // tells the client when to try again.
+      request.log.warn({ err: error }, 'database unavailable');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return sendProblem(request, reply, new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable at the moment; retry later'));
     }
     const mapped = fromFastifyError(error as FastifyError);
     if (mapped) return sendProblem(request, reply, mapped);

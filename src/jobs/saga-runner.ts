@@ -50,7 +50,8 @@ export interface SagaRunnerOptions {
   pollMs?: number;
   /** Delay before the n-th retry of a failed step (default 200 ms × 2^(n-1), at most 30 s). */
   backoffMs?: (attempt: number) => number;
-  log?: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  /** Where retries (warn) and given-up jobs (error, else warn) are reported. */
+  log?: { warn(object: object, message: string): void; error?(object: object, message: string): void };
 }
 
 interface JobRow {
@@ -192,7 +193,9 @@ export class SagaRunner {
   }
 
   async #giveUp(trx: Database, saga: Saga | undefined, job: Job, message: string): Promise<void> {
-    this.#log?.error({ jobId: job.id, kind: job.kind, subjectId: job.subjectId, error: message }, 'saga given up');
+    const details = { jobId: job.id, kind: job.kind, subjectId: job.subjectId, error: message };
+    if (this.#log?.error) this.#log.error(details, 'saga given up');
+    else this.#log?.warn(details, 'saga given up');
     await trx.updateTable('jobs').set({ state: 'FAILED', attempts: job.attempts, last_error: message, modified_at: sql`now()` })
       .where('id', '=', job.id).execute();
     await saga?.failed?.(trx, job, message);

@@ -1,6 +1,7 @@
-import type { Migration } from 'kysely/migration';
+import type { Migration } from 'kysely';
 import * as identityAndAccess from './0001_identity_and_access.js';
 import * as scopesGroupsAndIdentity from './0002_scopes_groups_and_identity.js';
+import * as idempotencyLease from './0003_idempotency_lease.js';
 import * as jobs from './0004_jobs.js';
 import * as datasets from './0005_datasets.js';
 
@@ -11,6 +12,7 @@ import * as datasets from './0005_datasets.js';
 export const migrations: Record<string, Migration> = {
   '0001_identity_and_access': identityAndAccess,
   '0002_scopes_groups_and_identity': scopesGroupsAndIdentity,
+  '0003_idempotency_lease': idempotencyLease,
   '0004_jobs': jobs,
   '0005_datasets': datasets,
 };

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { decodeJwt } from 'jose';
+import { freshPostgresDatabase } from '../helpers/test-app.js';
+import { openDatabase } from '../../src/db/client.js';
+import { adminToken, eventually, request, serverPorts, startServer, type ChildServer } from './harness.js';
+
+/**
+ * An Idempotency-Key whose first request died with its process (kill -9) must not block the retry:
+ * on PostgreSQL the placeholder's lease runs out within seconds; on PGlite a start clears it.
+ */
+
+const POSTGRES = process.env['TEST_DATABASE_URL'];
+const LEASE_SECONDS = 5;
+
+const children: ChildServer[] = [];
+after(() => Promise.all(children.map((child) => child.kill())));
+
+function start(env: Record<string, string>, ports: Awaited<ReturnType<typeof serverPorts>>) {
+  const child = startServer(env, ports);
+  children.push(child);
+  return child;
+}
+
+describe('idempotency after kill -9 (postgres)', { skip: !POSTGRES && 'TEST_DATABASE_URL is not set' }, () => {
+  let database: { url: string; drop: () => Promise<void> };
+  after(() => database?.drop());
+
+  it('lets the retry run once the dead request\'s lease has run out, creating exactly one group', async () => {
+    database = await freshPostgresDatabase();
+    const ports = await serverPorts();
+    const first = start({ DATABASE_URL: database.url }, ports);
+    await first.waitForLine(/"msg":"ready: /);
+    let token = await adminToken(first.idpUrl);
+    const key = randomUUID();
+    const body = { name: `kill-${randomUUID()}` };
+
+    // The insert waits behind a lock the test holds, so the request is in flight when the process dies.
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    const watcher = new pg.Client({ connectionString: database.url });
+    await watcher.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table groups in share mode');
+      request(`${first.apiUrl}/v1/groups`, { method: 'POST', token, body, headers: { 'idempotency-key': key } }).catch(() => undefined);
+      await eventually('the placeholder', 5_000, async () => {
+        const { rows } = await watcher.query('select count(*)::int as n from idempotency_keys where key = $1 and status = 0', [key]);
+        return rows[0].n === 1 ? true : undefined;
+      });
+      await first.kill('SIGKILL');
+      await locker.query('rollback');
+    } finally {
+      await locker.end();
+    }
+
+    const second = start({ DATABASE_URL: database.url }, ports);
+    await second.waitForLine(/"msg":"ready: /);
+    token = await adminToken(second.idpUrl); // the development IdP's keys live as long as its process
+    const startedAt = Date.now();
+    let sawRetryAfter = false;
+    const created = await eventually('the retry to run', (LEASE_SECONDS + 5) * 1000, async () => {
+      const answer = await request(`${second.apiUrl}/v1/groups`, { method: 'POST', token, body, headers: { 'idempotency-key': key } });
+      if (answer.status !== 409) return answer;
+      assert.equal(answer.body.type, 'urn:platform:error:IDEMPOTENCY_KEY_REUSED');
+      assert.match(String(answer.headers['retry-after']), /^\d+$/);
+      sawRetryAfter = true;
+      return undefined;
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.ok(Date.now() - startedAt < (LEASE_SECONDS + 3) * 1000);
+    assert.ok(sawRetryAfter || Date.now() - startedAt < LEASE_SECONDS * 1000);
+    const { rows } = await watcher.query('select count(*)::int as n from groups where name = $1', [body.name]);
+    assert.equal(rows[0].n, 1);
+    await watcher.end();
+
+    // The same key again is now a replay of that answer.
+    const replay = await request(`${second.apiUrl}/v1/groups`, { method: 'POST', token, body, headers: { 'idempotency-key': key } });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.body.id, created.body.id);
+    await second.kill();
+  });
+});
+
+describe('idempotency after kill -9 (pglite)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idempotency-'));
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('clears the placeholder a killed process left, so the retry runs at once', async () => {
+    const ports = await serverPorts();
+    const first = start({ DATA_DIR: dataDir }, ports);
+    await first.waitForLine(/"msg":"ready: /);
+    let token = await adminToken(first.idpUrl);
+    const key = randomUUID();
+    const body = { name: `kill-${randomUUID()}` };
+    await first.kill('SIGKILL');
+
+    // What the process left when it died in the middle of the request: the key's placeholder, with
+    // a lease that has not run out. (PGlite runs in the server's process, so the test cannot hold
+    // a lock to catch it mid-request; it writes what such a kill leaves behind.)
+    const db = openDatabase({ url: null, dataDir });
+    await db.insertInto('idempotency_keys').values({
+      caller: decodeJwt(token).sub!,
+      key,
+      request_hash: createHash('sha256').update(`POST /v1/groups\n${JSON.stringify(body)}`).digest('hex'),
+      status: 0,
+      headers: '{}',
+      body: '',
+      lease_expires_at: new Date(Date.now() + 60_000),
+    }).execute();
+    await db.destroy();
+
+    const second = start({ DATA_DIR: dataDir }, ports);
+    await second.waitForLine(/"msg":"ready: /);
+    token = await adminToken(second.idpUrl); // the development IdP's keys live as long as its process
+    const retry = await request(`${second.apiUrl}/v1/groups`, { method: 'POST', token, body, headers: { 'idempotency-key': key } });
+    assert.equal(retry.status, 201, JSON.stringify(retry.body));
+    const list = await request(`${second.apiUrl}/v1/groups?name=${encodeURIComponent(body.name)}`, { token });
+    assert.equal(list.status, 200);
+    assert.equal(list.body.content.filter((group: { name: string }) => group.name === body.name).length, 1);
+    await second.kill();
+  });
+});
