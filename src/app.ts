@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './context.js';
 import { validatorCompiler } from './http/validation.js';
 import { installProblemHandlers } from './http/problems.js';
+import { installJsonBodies } from './http/json-body.js';
 import { authentication } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
@@ -37,14 +38,7 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // Only JSON bodies are accepted; text/plain would otherwise be parsed by Fastify's defaults.
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  // Many clients send Content-Type: application/json on every request, DELETE included; an empty
-  // body is then no body (a route that needs one still answers 400), not malformed JSON.
-  const parseJsonOrNothing: typeof parseJson = (request, body, done) =>
-    body === '' || body.length === 0 ? done(null, undefined) : parseJson(request, body, done);
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, parseJsonOrNothing);
+  installJsonBodies(app);
   installProblemHandlers(app);
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db });
 }
