@@ -6,6 +6,7 @@ import type { AppContext } from './context.js';
 import { validatorCompiler } from './http/validation.js';
 import { installProblemHandlers } from './http/problems.js';
 import { installJsonBodies } from './http/json-body.js';
+import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { authentication } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
@@ -27,7 +28,9 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
     genReqId: requestIdOf,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     ajv: { customOptions: { removeAdditional: false } },
   };
 }
@@ -37,6 +40,10 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // A client that gives up (a closed tab, a timeout on its side) is routine, not a service error.
+  app.addHook('onRequestAbort', async (request) => {
+    request.log.info('client closed the connection before the answer');
   });
   installJsonBodies(app);
   installProblemHandlers(app);
