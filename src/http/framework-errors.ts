@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { AppError, problemOf } from '../errors.js';
 import { sendProblem } from './problems.js';
@@ -37,8 +37,8 @@ function routerRefusal(error: FastifyError): AppError {
 
 /**
  * Fastify's `clientErrorHandler`: the HTTP parser refused the bytes (a malformed Content-Length,
- * headers over Node's 16 KiB limit, ...), so there is no request object, only the socket. The
- * answer is written raw: a complete HTTP/1.1 response, then the connection is closed, because the
+ * headers over Node's limit, 16 KiB unless --max-http-header-size says otherwise, ...), so there
+ * is no request object, only the socket. The answer is written raw: a complete HTTP/1.1 response, then the connection is closed, because the
  * parser cannot tell where the next request on it would start.
  */
 export const answerClientError: NonNullable<FastifyServerOptions['clientErrorHandler']> = function (this: FastifyInstance, error, socket) {
@@ -63,7 +63,7 @@ export const answerClientError: NonNullable<FastifyServerOptions['clientErrorHan
 
 function parserRefusal(code: string): AppError {
   if (code === 'HPE_HEADER_OVERFLOW') {
-    return new AppError('MALFORMED_REQUEST', 'The request line and headers are larger than 16 KiB', { status: 431 });
+    return new AppError('MALFORMED_REQUEST', `The request line and headers are larger than ${maxHeaderSize / 1024} KiB`, { status: 431 });
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     return new AppError('MALFORMED_REQUEST', 'The request was not received in time', { status: 408 });
