@@ -38,8 +38,8 @@ function routerRefusal(error: FastifyError): AppError {
 /**
  * Fastify's `clientErrorHandler`: the HTTP parser refused the bytes (a malformed Content-Length,
  * headers over Node's limit, 16 KiB unless --max-http-header-size says otherwise, ...), so there
- * is no request object, only the socket. The answer is written raw: a complete HTTP/1.1 response, then the connection is closed, because the
- * parser cannot tell where the next request on it would start.
+ * is no request object, only the socket. The answer is written raw: a complete HTTP/1.1 response,
+ * then the connection is closed, because the parser cannot tell where the next request would start.
  */
 export const answerClientError: NonNullable<FastifyServerOptions['clientErrorHandler']> = function (this: FastifyInstance, error, socket) {
   // A reset connection, or one the client closed halfway through a request, has nobody left to
