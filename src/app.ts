@@ -5,6 +5,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './context.js';
 import { validatorCompiler } from './http/validation.js';
 import { installProblemHandlers } from './http/problems.js';
+import { installJsonBodies } from './http/json-body.js';
+import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { authentication } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
@@ -27,7 +29,9 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
     genReqId: requestIdOf,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     ajv: { customOptions: { removeAdditional: false } },
   };
 }
@@ -38,14 +42,11 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // Only JSON bodies are accepted; text/plain would otherwise be parsed by Fastify's defaults.
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  // Many clients send Content-Type: application/json on every request, DELETE included; an empty
-  // body is then no body (a route that needs one still answers 400), not malformed JSON.
-  const parseJsonOrNothing: typeof parseJson = (request, body, done) =>
-    body === '' || body.length === 0 ? done(null, undefined) : parseJson(request, body, done);
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, parseJsonOrNothing);
+  // A client that gives up (a closed tab, a timeout on its side) is routine, not a service error.
+  app.addHook('onRequestAbort', async (request) => {
+    request.log.info('client closed the connection before the answer');
+  });
+  installJsonBodies(app);
   installProblemHandlers(app);
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db });
 }

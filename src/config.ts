@@ -25,6 +25,7 @@ const EnvSchema = Type.Object({
   DATA_DIR: Type.String({ default: './data', minLength: 1 }),
   DATABASE_STARTUP_TIMEOUT: Type.Integer({ default: 60, minimum: 0, maximum: 3600 }),
   OIDC_ISSUER: Type.Optional(HttpUrl),
+  // A comma-separated list: a deployment may accept its portal's client and `api-access` alike.
   OIDC_CLIENT_ID: Type.String({ default: 'api-access', minLength: 1 }),
   BOOTSTRAP_ADMIN_EMAIL: Type.String({ default: 'admin@example.com', format: 'email' }),
   TENANT_ID: Type.Optional(Type.String({ format: 'uuid' })),
@@ -45,12 +46,15 @@ export interface Config {
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
-  oidc: { issuer: string; clientId: string };
+  /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
+  oidc: { issuer: string; clientId: string; clientIds: string[] };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
   logLevel: string;
 }
 
 export class ConfigError extends Error {}
+
+const listOf = (commaSeparated: string) => commaSeparated.split(',').map((item) => item.trim()).filter(Boolean);
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
@@ -73,6 +77,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${setting} ${error.message} (got ${JSON.stringify(String(candidate[setting]).replace(/\/\/[^/@\s]*@/, '//***@'))})`); // credentials in a URL stay out of the message
   }
   const e = candidate as Env;
+  const clientIds = listOf(e.OIDC_CLIENT_ID);
+  if (clientIds.length === 0) throw new ConfigError(`Invalid configuration: OIDC_CLIENT_ID must name at least one client (got ${JSON.stringify(e.OIDC_CLIENT_ID)})`);
   const port = e.PORT ?? 8080;
   const dataPort = e.DATA_PORT ?? 8081;
   const idpPort = e.IDP_PORT ?? 8090;
@@ -85,7 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataApi: {
       port: dataPort,
       baseUrl: withoutTrailingSlash(e.DATA_API_URL ?? `http://localhost:${dataPort}`),
-      corsOrigins: e.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter(Boolean),
+      corsOrigins: listOf(e.CORS_ORIGINS),
     },
     idp: {
       enabled: !production && e.DEV_IDP === 'on',
@@ -95,7 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokenTtlSeconds: e.DEV_IDP_TTL,
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
-    oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: e.OIDC_CLIENT_ID },
+    oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     logLevel: e.LOG_LEVEL,
   };

@@ -28,7 +28,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     await migrateToLatest(db);
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
-    const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientId });
+    const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
     const sagas = new SagaRunner(db, datasetSagas(), { log });
     return { config, db, tenant, verifier, sagas };
   } catch (error) {

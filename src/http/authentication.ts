@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/client.js';
 import { loadCaller, type Caller } from '../access/caller.js';
-import { TokenRejectedError, type TokenVerifier } from './token-verifier.js';
+import { TokenRejectedError, type TokenVerifier, type VerifiedToken } from './token-verifier.js';
 import { AppError } from '../errors.js';
 import { UUID_PATTERN } from './page.js';
 
@@ -27,12 +28,25 @@ export function isApiPath(url: string): boolean {
   return path === '/v1' || path.startsWith('/v1/');
 }
 
+/**
+ * Why a request carries no usable token, as RFC 6750 §3 puts it in WWW-Authenticate: no error
+ * for a request without credentials, invalid_request for a malformed header, invalid_token with
+ * the verifier's short reason otherwise. Reasons name what failed, never anything from the token.
+ */
+type Rejection = { error?: 'invalid_request' | 'invalid_token'; description?: string };
+
+function challengeOf({ error, description }: Rejection): string {
+  // error_description admits printable ASCII but `"` and `\` (RFC 6750 §3).
+  const safe = description?.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, '').slice(0, 100);
+  return ['Bearer realm="api"', error && `error="${error}"`, safe && `error_description="${safe}"`].filter(Boolean).join(', ');
+}
+
 /** The gateway's answer to a rejected token: an HTML page, not a problem object. */
-function rejectToken(reply: FastifyReply, reason: string) {
-  reply.log.info({ reason }, 'token rejected');
+function rejectToken(reply: FastifyReply, rejection: Rejection) {
+  reply.log.info({ reason: rejection.description ?? 'no token' }, 'token rejected');
   return reply
     .code(401)
-    .header('www-authenticate', 'Bearer realm="api", error="invalid_token"')
+    .header('www-authenticate', challengeOf(rejection))
     .type('text/html; charset=utf-8')
     .send('<!DOCTYPE html>\n<html><head><title>401 Unauthorized</title></head>' +
       '<body><h1>401 Unauthorized</h1><p>A valid bearer token is required.</p></body></html>\n');
@@ -57,25 +71,42 @@ export const authentication = fp<{ verifier: TokenVerifier; db: Database }>(asyn
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (!isApiPath(request.url)) return;
-    const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(request.headers.authorization ?? '');
-    if (!match) return rejectToken(reply, 'missing or malformed Authorization header');
+    const header = request.headers.authorization;
+    if (header === undefined || header === '') return rejectToken(reply, {});
+    const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
+    if (!match) return rejectToken(reply, { error: 'invalid_request', description: 'malformed Authorization header' });
     let token;
     try {
       token = await verifier.verify(match[1]!);
     } catch (error) {
-      if (error instanceof TokenRejectedError) return rejectToken(reply, error.reason);
+      if (error instanceof TokenRejectedError) return rejectToken(reply, { error: 'invalid_token', description: error.reason });
       throw error;
     }
     const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
-    request.caller = await loadCaller(db, {
-      subject: token.subject,
-      email: token.email,
-      username: claim(token.claims, 'preferred_username'),
-      givenName: claim(token.claims, 'given_name'),
-      familyName: claim(token.claims, 'family_name'),
-    }, allowed);
+    request.caller = await loadCaller(db, identityOf(token), allowed);
   });
 }, { name: 'authentication' });
+
+/**
+ * The identity a verified token claims, as far as the database can hold it. PostgreSQL text
+ * cannot hold U+0000: a claim carrying it is treated as absent, so the caller is authenticated
+ * without permissions rather than every request failing with a 500.
+ */
+function identityOf(token: VerifiedToken) {
+  const usableSubject = storable(token.subject);
+  return {
+    // The subject scopes idempotency keys, so it must stay distinct per token subject: an unusable
+    // one is replaced by its digest. The contract matches a caller by `sub` before `email`, so a
+    // token whose `sub` is unusable names nobody reliably and its email is not used either.
+    subject: usableSubject ?? `unusable-sub:${createHash('sha256').update(token.subject).digest('hex')}`,
+    email: usableSubject === null ? null : storable(token.email),
+    username: storable(claim(token.claims, 'preferred_username')),
+    givenName: storable(claim(token.claims, 'given_name')),
+    familyName: storable(claim(token.claims, 'family_name')),
+  };
+}
+
+const storable = (text: string | null) => (text === null || text.includes('\u0000') ? null : text);
 
 const claim = (claims: Record<string, unknown>, name: string) => (typeof claims[name] === 'string' ? (claims[name] as string) : null);
 

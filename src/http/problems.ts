@@ -26,6 +26,9 @@ function fromFastifyError(error: FastifyError): AppError | null {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)');
   }
+  // The client went away while sending its body (Node's "aborted"); the answer reaches nobody,
+  // and this is no fault of the service: the onRequestAbort hook logs it, at info.
+  if (error.code === 'ECONNRESET') return new AppError('MALFORMED_REQUEST', 'The client closed the connection before the request body was complete');
   // secure-json-parse refuses __proto__ and constructor.prototype keys with a SyntaxError.
   if (error.statusCode === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON or carries a forbidden key (__proto__, constructor.prototype)');
   return null;

@@ -50,9 +50,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflict (UNIQUE_CONSTRAINT_VIOLATION, RESOURCE_IN_USE, ROLE_READONLY, ...)',
   412: 'Stale If-Match (PRECONDITION_FAILED)',
   413: 'Body over 1 MiB (PAYLOAD_TOO_LARGE)',
-  415: 'Body is not JSON (UNSUPPORTED_MEDIA_TYPE)',
+  415: 'Body is not JSON, not UTF-8, or compressed (UNSUPPORTED_MEDIA_TYPE)',
   422: 'State or validation precondition failed',
   500: 'Unexpected error (INTERNAL, with a correlation id)',
+  503: 'The database is unreachable (SERVICE_UNAVAILABLE, with Retry-After)',
 };
 
 /** Response schemas of an operation: its success answer plus the problem answers it lists. */

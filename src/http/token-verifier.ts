@@ -23,7 +23,10 @@ export interface VerifiedToken {
   claims: JWTPayload;
 }
 
-/** Any reason a token is not accepted. `reason` is short and safe to log; it never holds key material. */
+/**
+ * Any reason a token is not accepted. `reason` is short and safe to log and to tell the client (the
+ * 401's error_description): it never holds key material, key ids or anything read from the token.
+ */
 export class TokenRejectedError extends Error {
   readonly reason: string;
   constructor(reason: string, options?: ErrorOptions) {
@@ -36,8 +39,8 @@ export class TokenRejectedError extends Error {
 export interface TokenVerifierOptions {
   /** OIDC_ISSUER, compared exactly with `iss`. */
   issuer: string;
-  /** OIDC_CLIENT_ID: `azp` must equal it; when `azp` is absent, `aud` must contain it. */
-  clientId: string;
+  /** OIDC_CLIENT_ID, one client or several: `azp` must equal one; when `azp` is absent, `aud` must contain one. */
+  clientId: string | readonly string[];
   /** Clock skew allowed on exp, nbf and iat. Default 30. */
   leewaySeconds?: number;
   /** Default 10_000. */
@@ -69,9 +72,10 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVerifier {
-  const { issuer, clientId } = opts;
+  const { issuer } = opts;
+  const clientIds = new Set<unknown>(typeof opts.clientId === 'string' ? [opts.clientId] : opts.clientId);
   if (!issuer || !URL.canParse(issuer)) throw new TypeError('token verifier: issuer must be an absolute URL');
-  if (!clientId) throw new TypeError('token verifier: clientId is required');
+  if (clientIds.size === 0 || clientIds.has('')) throw new TypeError('token verifier: clientId is required');
   const leeway = option('leewaySeconds', opts.leewaySeconds, 30);
   const cooldownMs = option('jwksCooldownMs', opts.jwksCooldownMs, 30_000);
   const timeoutMs = option('fetchTimeoutMs', opts.fetchTimeoutMs, 5_000);
@@ -161,8 +165,8 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     if (typeof iat === 'number' && iat > now + leeway) throw new TokenRejectedError('token issued in the future');
     if (typeof sub !== 'string' || sub === '') throw new TokenRejectedError('invalid sub claim');
     if (azp !== undefined) {
-      if (azp !== clientId) throw new TokenRejectedError('token issued to another client');
-    } else if (!(aud === clientId || (Array.isArray(aud) && aud.includes(clientId)))) {
+      if (!clientIds.has(azp)) throw new TokenRejectedError('token issued to another client');
+    } else if (!(Array.isArray(aud) ? aud : [aud]).some((audience) => clientIds.has(audience))) {
       throw new TokenRejectedError('token not meant for this client');
     }
 
@@ -190,7 +194,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
 function rejection(err: unknown): TokenRejectedError {
   if (err instanceof TokenRejectedError) return err;
   if (err instanceof errors.JWTExpired) return new TokenRejectedError('token expired');
-  if (err instanceof errors.JWTClaimValidationFailed) return new TokenRejectedError(`invalid ${err.claim} claim`);
+  if (err instanceof errors.JWTClaimValidationFailed) return new TokenRejectedError(claimReason(err));
   if (err instanceof errors.JWSSignatureVerificationFailed) return new TokenRejectedError('invalid signature');
   if (err instanceof errors.JWKSNoMatchingKey) return new TokenRejectedError('unknown signing key');
   if (err instanceof errors.JWKSMultipleMatchingKeys) return new TokenRejectedError('ambiguous signing key');
@@ -199,6 +203,14 @@ function rejection(err: unknown): TokenRejectedError {
   if (err instanceof errors.JWKSTimeout) return new TokenRejectedError('identity provider unavailable', { cause: err });
   // A failed JWKS fetch, an unusable key in the set, ...
   return new TokenRejectedError('token could not be verified', { cause: err });
+}
+
+/** The claim at fault, by name only: the reason reaches the client, and claim values never do. */
+function claimReason(err: errors.JWTClaimValidationFailed): string {
+  if (err.claim === 'iss' && err.reason === 'check_failed') return 'wrong issuer';
+  if (err.claim === 'nbf' && err.reason === 'check_failed') return 'token not yet valid';
+  if (err.reason === 'missing') return `missing ${err.claim} claim`;
+  return `invalid ${err.claim} claim`;
 }
 
 // Bad settings fail at start-up, not on the first request (jose would throw lazily).

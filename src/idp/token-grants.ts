@@ -40,6 +40,7 @@ export interface TokenResponse {
 const SCOPE = 'openid email profile';
 // Deliberately loose: any address-shaped username is a valid development user.
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
+const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** Runs the token endpoint for one request; throws OAuthError on anything it refuses. */
 export async function issueToken(request: TokenRequest, settings: IssuerSettings): Promise<TokenResponse> {
@@ -53,6 +54,9 @@ async function passwordGrant({ form, basicAuth }: TokenRequest, settings: Issuer
   const clientId = requiredParam(form, 'client_id', basicAuth?.clientId);
   const username = requiredParam(form, 'username');
   const password = requiredParam(form, 'password');
+  // A control character (NUL above all, which PostgreSQL text cannot hold) has no place in an
+  // email address, and would reach the service inside the token's email and username claims.
+  if (CONTROL_CHARACTER.test(username)) throw new OAuthError(400, 'invalid_request', 'username must not contain control characters');
   if (!EMAIL.test(username)) throw new OAuthError(400, 'invalid_request', 'username must be an email address');
   if (!sameSecret(password, settings.password)) {
     throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials');
