@@ -122,6 +122,37 @@ export interface DatasetNamedApisTable {
   description: string | null;
 }
 
+export interface DatasetStylesTable {
+  id: string;
+  dataset_id: string;
+  name: string;
+  sld_content: string;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
+export interface DatasetMappingsTable {
+  dataset_id: string;
+  name: string;
+  version: number;
+  content: ColumnType<unknown, string, string>;
+  created_at: Timestamp;
+}
+
+export interface PipelinesTable {
+  id: string;
+  dataset_id: string;
+  name: string;
+  description: Generated<string>;
+  data_source_ids: ColumnType<string[], string[] | undefined, string[]>;
+  mapping_ref: string | null;
+  named_api_slug: string | null;
+  schedule: string | null;
+  runtime_status: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
 export interface JobsTable {
   id: string;
   kind: string;
@@ -150,6 +181,9 @@ export interface DB {
   jobs: JobsTable;
   datasets: DatasetsTable;
   dataset_named_apis: DatasetNamedApisTable;
+  dataset_styles: DatasetStylesTable;
+  dataset_mappings: DatasetMappingsTable;
+  pipelines: PipelinesTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

@@ -4,6 +4,7 @@ import * as scopesGroupsAndIdentity from './0002_scopes_groups_and_identity.js';
 import * as idempotencyLease from './0003_idempotency_lease.js';
 import * as jobs from './0004_jobs.js';
 import * as datasets from './0005_datasets.js';
+import * as datasetParts from './0006_dataset_parts.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0003_idempotency_lease': idempotencyLease,
   '0004_jobs': jobs,
   '0005_datasets': datasets,
+  '0006_dataset_parts': datasetParts,
 };

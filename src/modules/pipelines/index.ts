@@ -1,0 +1,12 @@
+import { sql, type SqlBool } from 'kysely';
+import type { Database } from '../../db/client.js';
+
+/** The pipelines module's public face (the module itself grows behind it). */
+
+/** The names of the pipelines (with their dataset ids) that read from a data source: it is in use while there is one. */
+export async function pipelinesUsingDataSource(db: Database, dataSourceId: string): Promise<{ id: string; name: string; datasetId: string }[]> {
+  const rows = await db.selectFrom('pipelines').select(['id', 'name', 'dataset_id'])
+    .where(sql<SqlBool>`data_source_ids @> array[${dataSourceId}]::uuid[]`)
+    .orderBy('name').execute();
+  return rows.map((row) => ({ id: row.id, name: row.name, datasetId: row.dataset_id }));
+}
