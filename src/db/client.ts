@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { initialisePgliteDirectory } from './pglite-first-start.js';
@@ -40,9 +41,12 @@ export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn
     mkdirSync(target.dataDir, { recursive: true });
     initialisePgliteDirectory(target.dataDir, PGLITE_SETTINGS);
   }
-  const pglite = new PGlite(target.dataDir ?? undefined, {
+  const pglite = new PGlite({
+    ...(target.dataDir ? { dataDir: target.dataDir } : {}),
     parsers: { 20: (value: string) => Number(value) },
     postgresqlconf: PGLITE_SETTINGS,
+    // Trigram indexes keep substring searches (`q=`) fast on large lists; PostgreSQL ships it too.
+    extensions: { pg_trgm },
   });
   return new Kysely<DB>({ dialect: new PgliteDialect(pglite) });
 }
