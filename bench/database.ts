@@ -34,6 +34,12 @@ export const SEED = {
   groupWord: 'harbour',
   /** How many bench groups the bootstrap administrator joins besides Administrators. */
   adminGroups: 5,
+  /** Datasets, spread evenly over the first `datasetDatapools` datapools; every 20th is about the harbour. */
+  datasets: 100_000,
+  datasetDatapools: 100,
+  /** The dataset reader holds DATASET_READ on this many of those datapools. */
+  readerDatapools: 10,
+  readerEmail: 'dataset.reader@bench.example',
 } as const;
 
 const WORDS = ['harbour', 'meadow', 'station', 'bridge', 'market', 'river', 'tower', 'garden', 'school', 'forest',
@@ -47,9 +53,9 @@ export interface SeedResult {
 }
 
 /**
- * Fills the tables of migration 0001 with set-based SQL (generate_series): users, groups with
- * members and a contact, DATA roles with permissions, datapools, and DATAPOOL assignments that
- * are unique per (group, role, scope). The server must have migrated and bootstrapped first.
+ * Fills the tables with set-based SQL (generate_series): users, groups with
+ * members and a contact, DATA roles with permissions, datapools, DATAPOOL assignments that
+ * are unique per (group, role, scope), datasets, and a reader of some datapools' datasets. The server must have migrated and bootstrapped first.
  */
 export async function seed(url: string, adminEmail: string): Promise<SeedResult> {
   const startedAt = performance.now();
@@ -110,8 +116,8 @@ export async function seed(url: string, adminEmail: string): Promise<SeedResult>
     // Assignment k of group g: role 1 + (10g + k) mod 50 differs for every k < 50, so
     // (group, role, scope) is unique whatever the datapool.
     await db.query(`
-      insert into assignments (id, group_id, role_id, scope_type, scope_id, created_at, modified_at)
-      select gen_random_uuid(), g.id, r.id, 'DATAPOOL', d.id, now() - (g.n * 10 + k) * interval '1 second', now() - (g.n * 10 + k) * interval '1 second'
+      insert into assignments (id, group_id, role_id, scope_type, scope_id, datapool_id, created_at, modified_at)
+      select gen_random_uuid(), g.id, r.id, 'DATAPOOL', d.id, d.id, now() - (g.n * 10 + k) * interval '1 second', now() - (g.n * 10 + k) * interval '1 second'
       from bench_group g cross join generate_series(0, ${s.assignmentsPerGroup - 1}) k
       join bench_role r on r.n = 1 + (g.n * ${s.assignmentsPerGroup} + k) % ${s.dataRoles}
       join bench_datapool d on d.n = 1 + (g.n * 13 + k * 97) % ${s.datapools}`);
@@ -123,12 +129,39 @@ export async function seed(url: string, adminEmail: string): Promise<SeedResult>
       where g.n <= ${s.adminGroups} and lower(u.email) = lower($1)
       on conflict do nothing`, [adminEmail]);
 
+    // Datasets: provisioned rows (their storage schemas are not needed to list them).
+    await db.query(`
+      insert into datasets (id, name, description, datapool_id, status, provisioned, created_at, modified_at)
+      select gen_random_uuid(),
+             'Dataset ' || lpad(g.n::text, 6, '0') || ' ' || initcap((${words})[1 + g.n % ${WORDS.length}]),
+             'Readings of the ' || (${words})[1 + (g.n * 3) % ${WORDS.length}] || ' sensors, series ' || g.n,
+             d.id, (array['DRAFT', 'READY', 'AVAILABLE'])[1 + g.n % 3], true,
+             now() - g.n * interval '1 second', now() - g.n * interval '1 second'
+      from generate_series(1, ${s.datasets}) as g(n)
+      join bench_datapool d on d.n = 1 + g.n % ${s.datasetDatapools}`);
+    // The dataset reader: DATASET_READ on the first few of those datapools, nothing else.
+    await db.query(`
+      with reader as (
+        insert into users (id, email, first_name, last_name, title) values (gen_random_uuid(), $1, 'Dataset', 'Reader', 'OTHER') returning id
+      ), team as (
+        insert into groups (id, name, description) values (gen_random_uuid(), 'Bench dataset readers', 'Reads some datapools') returning id
+      ), member as (
+        insert into group_members (group_id, user_id) select team.id, reader.id from team, reader
+      ), role as (
+        insert into roles (id, name, description, role_type) values (gen_random_uuid(), 'Bench dataset reader', 'DATASET_READ', 'DATA') returning id
+      ), grant_read as (
+        insert into role_permissions (role_id, permission_id) select role.id, p.id from role, permissions p where p.name = 'DATASET_READ'
+      )
+      insert into assignments (id, group_id, role_id, scope_type, scope_id, datapool_id)
+      select gen_random_uuid(), team.id, role.id, 'DATAPOOL', d.id, d.id
+      from team, role, bench_datapool d where d.n <= ${s.readerDatapools}`, [s.readerEmail]);
+
     const sample = await db.query<{ id: string }>(`select id from bench_group where n = ${Math.floor(s.groups / 2)}`);
     await db.query('commit');
     await db.query('analyze');
 
     const counts: Record<string, number> = {};
-    for (const table of ['users', 'groups', 'group_members', 'roles', 'role_permissions', 'datapools', 'assignments']) {
+    for (const table of ['users', 'groups', 'group_members', 'roles', 'role_permissions', 'datapools', 'assignments', 'datasets']) {
       const { rows } = await db.query<{ count: string }>(`select count(*) as count from ${table}`);
       counts[table] = Number(rows[0]!.count);
     }

@@ -2,6 +2,7 @@ import type { LoadResult } from './load.js';
 import type { SqlAloneResult } from './sql-alone.js';
 import type { TokenCheckResult } from './token-check.js';
 import type { SeedResult } from './database.js';
+import type { DatasetWriteResult } from './dataset-writes.js';
 
 export interface StartMeasurement { label: string; readyMs: number; rssMiB: number; note?: string }
 
@@ -21,6 +22,7 @@ export interface BenchReport {
   rssAfterLoadMiB: number | null;
   scenarios: Array<{ name: string; load: LoadResult; sql: SqlAloneResult | { path: string; status: number } }>;
   token: TokenCheckResult | null;
+  datasetWrites: DatasetWriteResult | null;
 }
 
 const f = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits));
@@ -67,6 +69,20 @@ export function renderReport(r: BenchReport): string {
     lines.push('');
   }
   lines.push('</details>');
+  lines.push('');
+  lines.push('### Dataset writes');
+  lines.push('');
+  if (r.datasetWrites) {
+    const w = r.datasetWrites;
+    lines.push('| measurement | figure |');
+    lines.push('|---|---:|');
+    lines.push(`| CREATE saga, from the 201 to \`provisioned: true\` (${w.sagas} creates, one after another) | p50 ${f(w.sagaP50Ms, 1)} ms, p99 ${f(w.sagaP99Ms, 1)} ms, max ${f(w.sagaMaxMs, 1)} ms |`);
+    lines.push(`| ${w.creates.toLocaleString('en')} creates in a row, one client | ${f(w.createsPerSecond, 0)} creates/s |`);
+    lines.push('');
+    lines.push('The saga time is polled every 2 ms over HTTP, so it includes up to one poll; the creates run while the sagas of the earlier ones provision their schemas.');
+  } else {
+    lines.push('not run');
+  }
   lines.push('');
   lines.push('### Start and memory');
   lines.push('');

@@ -15,6 +15,7 @@ import { runLoad, type LoadResult } from './load.js';
 import { captureQueries, installQueryCapture, timeQueries } from './sql-alone.js';
 import { benchTokenCheck } from './token-check.js';
 import { renderReport, type BenchReport, type StartMeasurement } from './report.js';
+import { measureDatasetWrites } from './dataset-writes.js';
 import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/runtime.js';
 import { buildApp } from '../src/app.js';
@@ -85,17 +86,17 @@ async function stopServer(server: ServerProcess) {
   if (code !== 0) throw new Error(`server did not stop cleanly (exit ${code}); see ${logFile}`);
 }
 
-async function adminToken(): Promise<string> {
+async function tokenOf(email: string): Promise<string> {
   const response = await fetch(`${ISSUER}/protocol/openid-connect/token`, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: ADMIN_EMAIL, password: 'dev' }),
+    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: email, password: 'dev' }),
   });
   if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { access_token: string }).access_token;
 }
 
 /** The statements each scenario runs, captured from an in-process application on the same database. */
-async function sqlAlone(databaseUrl: string, token: string, paths: string[]) {
+async function sqlAlone(databaseUrl: string, scenarios: Array<{ path: string; token: string }>) {
   installQueryCapture();
   const config = loadConfig({ ...serverEnv({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }) });
   const ctx = await createContext(config, { url: databaseUrl, dataDir: null, poolSize: 2 });
@@ -103,7 +104,7 @@ async function sqlAlone(databaseUrl: string, token: string, paths: string[]) {
   try {
     await app.ready();
     const results = [];
-    for (const path of paths) {
+    for (const { path, token } of scenarios) {
       const { status, queries } = await captureQueries(app, path, token);
       results.push(status === 200 ? await timeQueries(databaseUrl, path, queries, SQL_RUNS) : { path, status });
     }
@@ -158,17 +159,20 @@ async function main() {
     server = second.server;
     starts.push(second.measurement);
 
-    const token = await adminToken();
+    const token = await tokenOf(ADMIN_EMAIL);
+    const reader = await tokenOf(SEED.readerEmail);
     const q = SEED.groupWord;
     const scenarios = [
-      { name: 'caller profile', path: '/v1/users/me' },
-      { name: 'group search', path: `/v1/groups?size=20&q=${q}` },
-      { name: 'assignments of a group', path: `/v1/assignments?groupId=${seeded.sampleGroupId}` },
+      { name: 'caller profile', path: '/v1/users/me', token },
+      { name: 'group search', path: `/v1/groups?size=20&q=${q}`, token },
+      { name: 'assignments of a group', path: `/v1/assignments?groupId=${seeded.sampleGroupId}`, token },
+      { name: `datasets of ${SEED.readerDatapools} datapools`, path: '/v1/datasets?size=20', token: reader },
+      { name: `dataset search in ${SEED.readerDatapools} datapools`, path: `/v1/datasets?size=20&q=${q}`, token: reader },
     ];
     const loads: LoadResult[] = [];
     for (const scenario of scenarios) {
       say(`load: GET ${scenario.path}`);
-      const load = await runLoad(API, scenario.path, token, { durationSeconds: DURATION, connections: CONNECTIONS, singleSeconds: SINGLE_SECONDS });
+      const load = await runLoad(API, scenario.path, scenario.token, { durationSeconds: DURATION, connections: CONNECTIONS, singleSeconds: SINGLE_SECONDS });
       if (load.loaded && load.single) {
         say(`  ${CONNECTIONS} connections: ${load.loaded.requestsPerSecond.toFixed(0)} req/s, p50 ${load.loaded.p50Ms.toFixed(2)} ms, p99 ${load.loaded.p99Ms.toFixed(2)} ms`);
         say(`  1 connection: ${load.single.requestsPerSecond.toFixed(0)} req/s, p50 ${load.single.p50Ms.toFixed(2)} ms, p99 ${load.single.p99Ms.toFixed(2)} ms`);
@@ -180,8 +184,12 @@ async function main() {
     const rssAfterLoadMiB = rssMiB(server.serverPid());
 
     say('SQL alone');
-    const sql = await sqlAlone(database.url, token, scenarios.map((s) => s.path));
+    const sql = await sqlAlone(database.url, scenarios);
     for (const result of sql) say(`  ${result.path}: ${'queries' in result ? `${result.queries.length} statements, EXPLAIN ${result.explainMs.toFixed(2)} ms, round trips ${result.clientMs.toFixed(2)} ms` : `answered ${result.status}`}`);
+
+    say('dataset writes');
+    const datasetWrites = await measureDatasetWrites(API, token, { sagas: 100, creates: 1000 });
+    say(`  CREATE saga p50 ${datasetWrites.sagaP50Ms.toFixed(1)} ms, p99 ${datasetWrites.sagaP99Ms.toFixed(1)} ms; ${datasetWrites.createsPerSecond.toFixed(0)} creates/s`);
 
     say('token check');
     const tokenCheck = await benchTokenCheck(ISSUER, CLIENT_ID, token);
@@ -203,6 +211,7 @@ async function main() {
       rssAfterLoadMiB,
       scenarios: scenarios.map((scenario, i) => ({ name: scenario.name, load: loads[i]!, sql: sql[i]! })),
       token: tokenCheck,
+      datasetWrites,
     };
     const markdown = renderReport(report);
     writeResults(markdown);
