@@ -25,8 +25,11 @@ export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(
 }
 
 /**
- * Runs one page of a filtered list: the ids in order plus the total, in one query (`count(*)
- * over ()`), ordered by the requested columns and then by id so pages never repeat or skip.
+ * Runs one page of a filtered list: the ids in order plus the total. The page query orders by the
+ * requested columns and then by id (pages never repeat or skip) and stops after `size` rows, so
+ * an index on the sort column serves it without reading every match; the total comes from a
+ * separate count, and only when the page cannot tell it (a short page is the last one). A single
+ * query with `count(*) over ()` would have to read and sort every match before the first row.
  * The caller loads the representations of the returned ids with its own loader.
  */
 export async function fetchPageIds(
@@ -35,15 +38,15 @@ export async function fetchPageIds(
   request: ListRequest,
   sortColumns: Record<string, string>,
 ): Promise<{ ids: string[]; total: number }> {
-  let query = qb.select([sql.ref<string>(`${alias}.id`).as('id'), sql<number>`count(*) over ()`.as('total')]);
+  let query = qb.select(sql.ref<string>(`${alias}.id`).as('id'));
   for (const { property, direction } of request.sort) query = query.orderBy(sql.ref(sortColumns[property]!), direction);
-  query = query.orderBy(sql.ref(`${alias}.id`), 'asc').limit(request.size).offset(request.page * request.size);
-  const rows = (await query.execute()) as { id: string; total: number }[];
-  if (rows.length > 0) return { ids: rows.map((row) => row.id), total: Number(rows[0]!.total) };
-  if (request.page === 0) return { ids: [], total: 0 };
-  // Past the last page there is no row to carry the total; count separately.
+  const offset = request.page * request.size;
+  query = query.orderBy(sql.ref(`${alias}.id`), 'asc').limit(request.size).offset(offset);
+  const ids = ((await query.execute()) as { id: string }[]).map((row) => row.id);
+  if (ids.length > 0 && ids.length < request.size) return { ids, total: offset + ids.length };
+  if (ids.length === 0 && request.page === 0) return { ids, total: 0 };
   const counted = (await qb.select(sql<number>`count(*)`.as('total')).executeTakeFirst()) as { total: number } | undefined;
-  return { ids: [], total: Number(counted?.total ?? 0) };
+  return { ids, total: Number(counted?.total ?? 0) };
 }
 
 /** Puts loaded representations back into the order of the page's ids. */
