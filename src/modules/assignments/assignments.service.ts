@@ -86,8 +86,10 @@ async function insertAssignments(db: Database, actor: Actor, assignments: Resolv
  * with it by the foreign key's cascade: called in the deleting transaction, before the delete.
  */
 export async function recordCascadingAssignmentDeletes(trx: Database, actor: Actor, owner: { column: 'group_id' | 'scope_id'; value: string }): Promise<void> {
+  // FOR UPDATE: an assignment deleted concurrently is either waited for and skipped, or deleted by
+  // this transaction; never recorded twice.
   const rows = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
-    .where(owner.column, '=', owner.value).orderBy('created_at').orderBy('id').execute();
+    .where(owner.column, '=', owner.value).orderBy('created_at').orderBy('id').forUpdate().execute();
   await recordEvents(trx, actor, rows.map(deletedEvent));
 }
 
@@ -144,14 +146,15 @@ async function replaceByDifference(
   const existing = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
     .where(owned.column, '=', owned.value).execute();
   const wanted = new Map(desired.map((a) => [keyOf(a), a]));
-  const stale = existing
-    .filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })));
-  const staleIds = stale.map((row) => row.id);
+  const staleIds = existing
+    .filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })))
+    .map((row) => row.id);
   if (staleIds.length > 0) {
-    const removeStale = () => trx.deleteFrom('assignments').where('id', 'in', staleIds).execute();
-    if (guarded) await keepingATenantAdministrator(trx, removeStale);
-    else await removeStale();
-    await recordEvents(trx, actor, stale.map(deletedEvent));
+    // Recorded from what the delete returns: one a concurrent delete removed first is not this change.
+    const removeStale = () => trx.deleteFrom('assignments').where('id', 'in', staleIds)
+      .returning(['id', 'group_id', 'role_id', 'scope_type', 'scope_id']).execute();
+    const removed = guarded ? await keepingATenantAdministrator(trx, removeStale) : await removeStale();
+    await recordEvents(trx, actor, removed.map(deletedEvent));
   }
   await assertMayAssign(trx, caller, [...wanted.values()]);
   await insertAssignments(trx, actor, [...wanted.values()]);

@@ -11,7 +11,7 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { enqueueSaga } from '../../jobs/saga-runner.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
 import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
-import { recordEvent, type Actor } from '../audit/index.js';
+import { recordEvent, type Actor, type AuditChange } from '../audit/index.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
@@ -39,7 +39,7 @@ const auditStateOf = (dataset: Dataset) => ({
 });
 
 /** A dataset event from `before` to `after` (null: it did not exist, or no longer does); none when nothing changed. */
-const recordDatasetEvent = (trx: Database, actor: Actor, type: 'DATASET_CREATED' | 'DATASET_UPDATED' | 'DATASET_DELETED' | `DATASET_${'UN' | ''}${'STAGED' | 'RELEASED'}`, id: string, before: Dataset | null, after: Dataset | null) =>
+const recordDatasetEvent = (trx: Database, actor: Actor, type: AuditChange['type'], id: string, before: Dataset | null, after: Dataset | null) =>
   recordEvent(trx, actor, { type, objectType: 'DATASET', objectId: id, before: before && auditStateOf(before), after: after && auditStateOf(after) });
 
 const STATUS_EVENTS = { stage: 'DATASET_STAGED', unstage: 'DATASET_UNSTAGED', release: 'DATASET_RELEASED', unrelease: 'DATASET_UNRELEASED' } as const;
