@@ -167,6 +167,24 @@ export interface JobsTable {
   modified_at: Timestamp;
 }
 
+export type AuditEventType =
+  | 'DATASET_CREATED' | 'DATASET_UPDATED' | 'DATASET_STAGED' | 'DATASET_UNSTAGED' | 'DATASET_RELEASED' | 'DATASET_UNRELEASED'
+  | 'DATASET_DELETED' | 'ASSIGNMENT_CREATED' | 'ASSIGNMENT_DELETED' | 'GROUP_MEMBERS_CHANGED' | 'ROLE_PERMISSIONS_CHANGED'
+  | 'USER_GROUPS_CHANGED';
+
+/** Append-only (a trigger refuses UPDATE and DELETE); see migration 0008. */
+export interface AuditEventsTable {
+  id: string;
+  occurred_at: ColumnType<Date, undefined, never>;
+  type: AuditEventType;
+  actor_id: string | null;
+  object_type: string;
+  object_id: string;
+  before: ColumnType<unknown, string | null, never>;
+  after: ColumnType<unknown, string | null, never>;
+  request_id: string | null;
+}
+
 export interface DB {
   tenant: TenantTable;
   permissions: PermissionsTable;
@@ -184,6 +202,7 @@ export interface DB {
   dataset_styles: DatasetStylesTable;
   dataset_mappings: DatasetMappingsTable;
   pipelines: PipelinesTable;
+  audit_events: AuditEventsTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

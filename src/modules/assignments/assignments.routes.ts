@@ -7,6 +7,7 @@ import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Assignment, AssignmentInput, AssignmentListQuery } from './assignments.schemas.js';
 import { createAssignment, deleteAssignment, getAssignment, listAssignments } from './assignments.service.js';
+import { actorOf } from '../audit/index.js';
 
 const tags = ['Assignments'];
 
@@ -23,7 +24,7 @@ export const assignmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'ASSIGNMENT_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/assignments', await createAssignment(ctx.db, caller, ctx.tenant.id, request.body));
+    return created(reply, ctx.config.api.baseUrl, '/v1/assignments', await createAssignment(ctx.db, caller, actorOf(request), ctx.tenant.id, request.body));
   });
 
   app.get('/assignments/:id', {
@@ -37,7 +38,7 @@ export const assignmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = 
     schema: { tags, summary: 'Delete an assignment', params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]) },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'ASSIGNMENT_WRITE');
-    await deleteAssignment(ctx.db, request.params.id, request.headers['if-match']);
+    await deleteAssignment(ctx.db, actorOf(request), request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
 };

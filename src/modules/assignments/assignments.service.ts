@@ -11,6 +11,7 @@ import { isUniqueViolation } from '../../db/constraint-errors.js';
 import { ASSIGNMENT_SORT_COLUMNS, findAssignmentPage, loadAssignmentsByIds } from './assignments.repo.js';
 import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from './tenant-administrator-guard.js';
 import type { Assignment, AssignmentInput, AssignmentListQuery, GroupRoleAssignmentInput, ScopedAssignmentInput } from './assignments.schemas.js';
+import { recordEvents, type Actor, type AuditChange } from '../audit/index.js';
 
 export interface ResolvedAssignment { groupId: string; roleId: string; scopeType: ScopeType; scopeId: string }
 
@@ -57,7 +58,15 @@ async function lockGroupsAndRoles(db: Database, items: AssignableItem[]) {
   }
 }
 
-async function insertAssignments(db: Database, assignments: ResolvedAssignment[]): Promise<string[]> {
+/** What the audit log keeps of an assignment: enough to tell who held which role where. */
+const stateOf = (a: ResolvedAssignment) => ({ groupId: a.groupId, roleId: a.roleId, scopeType: a.scopeType, scopeId: a.scopeId });
+const stateOfRow = (row: { group_id: string; role_id: string; scope_type: ScopeType; scope_id: string }) =>
+  stateOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id });
+
+const deletedEvent = (row: { id: string; group_id: string; role_id: string; scope_type: ScopeType; scope_id: string }): AuditChange =>
+  ({ type: 'ASSIGNMENT_DELETED', objectType: 'ASSIGNMENT', objectId: row.id, before: stateOfRow(row), after: null });
+
+async function insertAssignments(db: Database, actor: Actor, assignments: ResolvedAssignment[]): Promise<string[]> {
   if (assignments.length === 0) return [];
   const rows = assignments.map((a) => ({ id: randomUUID(), group_id: a.groupId, role_id: a.roleId, ...scopeColumns(a.scopeType, a.scopeId) }));
   try {
@@ -66,10 +75,25 @@ async function insertAssignments(db: Database, assignments: ResolvedAssignment[]
     if (isUniqueViolation(error)) throw new AppError('UNIQUE_CONSTRAINT_VIOLATION', 'This group already holds this role on this scope');
     throw error;
   }
+  await recordEvents(db, actor, rows.map((row, index) => ({
+    type: 'ASSIGNMENT_CREATED', objectType: 'ASSIGNMENT', objectId: row.id, before: null, after: stateOf(assignments[index]!),
+  })));
   return rows.map((row) => row.id);
 }
 
-export async function createAssignment(db: Database, caller: Caller, tenantId: string, input: AssignmentInput): Promise<Assignment> {
+/**
+ * Records the deletion of every assignment of a group, or on a scope object, that is about to go
+ * with it by the foreign key's cascade: called in the deleting transaction, before the delete.
+ */
+export async function recordCascadingAssignmentDeletes(trx: Database, actor: Actor, owner: { column: 'group_id' | 'scope_id'; value: string }): Promise<void> {
+  // FOR UPDATE: an assignment deleted concurrently is either waited for and skipped, or deleted by
+  // this transaction; never recorded twice.
+  const rows = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
+    .where(owner.column, '=', owner.value).orderBy('created_at').orderBy('id').forUpdate().execute();
+  await recordEvents(trx, actor, rows.map(deletedEvent));
+}
+
+export async function createAssignment(db: Database, caller: Caller, actor: Actor, tenantId: string, input: AssignmentInput): Promise<Assignment> {
   // The answer is read before the commit: a delete of the scope object waiting on this
   // transaction may remove the assignment right after it, and the creation still happened.
   return db.transaction().execute(async (trx) => {
@@ -77,7 +101,7 @@ export async function createAssignment(db: Database, caller: Caller, tenantId: s
     await lockGroupsAndRoles(trx, [{ groupId: input.groupId, roleId: input.roleId, scopeType: scope.scopeType, field: '' }]);
     const assignment = { groupId: input.groupId, roleId: input.roleId, ...scope };
     await assertMayAssign(trx, caller, [assignment]);
-    const [id] = await insertAssignments(trx, [assignment]);
+    const [id] = await insertAssignments(trx, actor, [assignment]);
     return getAssignment(trx, id!);
   });
 }
@@ -88,12 +112,15 @@ export async function getAssignment(db: Database, id: string): Promise<Assignmen
   return assignment;
 }
 
-export async function deleteAssignment(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteAssignment(db: Database, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx);
     const current = await getAssignment(trx, id);
     assertIfMatch(ifMatch, current);
-    await keepingATenantAdministrator(trx, () => trx.deleteFrom('assignments').where('id', '=', id).execute());
+    // Only what this transaction itself removed is recorded: a concurrent delete that won leaves nothing to record.
+    const removed = await keepingATenantAdministrator(trx, () => trx.deleteFrom('assignments').where('id', '=', id)
+      .returning(['id', 'group_id', 'role_id', 'scope_type', 'scope_id']).execute());
+    await recordEvents(trx, actor, removed.map(deletedEvent));
     await assertTenantAdministratorRemains(trx);
   });
 }
@@ -114,7 +141,7 @@ const keyOf = (a: { groupId: string; roleId: string; scopeType: string; scopeId:
  * the caller must hold what they give.
  */
 async function replaceByDifference(
-  trx: Database, caller: Caller, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[], guarded: boolean,
+  trx: Database, caller: Caller, actor: Actor, owned: { column: 'group_id' | 'scope_id'; value: string }, desired: ResolvedAssignment[], guarded: boolean,
 ) {
   const existing = await trx.selectFrom('assignments').select(['id', 'group_id', 'role_id', 'scope_type', 'scope_id'])
     .where(owned.column, '=', owned.value).execute();
@@ -123,18 +150,20 @@ async function replaceByDifference(
     .filter((row) => !wanted.delete(keyOf({ groupId: row.group_id, roleId: row.role_id, scopeType: row.scope_type, scopeId: row.scope_id })))
     .map((row) => row.id);
   if (staleIds.length > 0) {
-    const removeStale = () => trx.deleteFrom('assignments').where('id', 'in', staleIds).execute();
-    if (guarded) await keepingATenantAdministrator(trx, removeStale);
-    else await removeStale();
+    // Recorded from what the delete returns: one a concurrent delete removed first is not this change.
+    const removeStale = () => trx.deleteFrom('assignments').where('id', 'in', staleIds)
+      .returning(['id', 'group_id', 'role_id', 'scope_type', 'scope_id']).execute();
+    const removed = guarded ? await keepingATenantAdministrator(trx, removeStale) : await removeStale();
+    await recordEvents(trx, actor, removed.map(deletedEvent));
   }
   await assertMayAssign(trx, caller, [...wanted.values()]);
-  await insertAssignments(trx, [...wanted.values()]);
+  await insertAssignments(trx, actor, [...wanted.values()]);
   if (guarded) await assertTenantAdministratorRemains(trx);
   return staleIds.length > 0 || wanted.size > 0;
 }
 
 /** PUT /groups/{groupId}/assignments: every role assignment of the group, replaced by difference. */
-export async function replaceGroupAssignments(trx: Database, caller: Caller, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
+export async function replaceGroupAssignments(trx: Database, caller: Caller, actor: Actor, tenantId: string, groupId: string, items: GroupRoleAssignmentInput[]): Promise<boolean> {
   await lockTenantAdministratorGuard(trx); // before any row lock: the order every guarded write uses
   const desired: ResolvedAssignment[] = [];
   const checks: AssignableItem[] = [];
@@ -148,7 +177,7 @@ export async function replaceGroupAssignments(trx: Database, caller: Caller, ten
     desired.push({ groupId, roleId: item.roleId, ...scope });
   }
   await lockGroupsAndRoles(trx, checks);
-  return replaceByDifference(trx, caller, { column: 'group_id', value: groupId }, desired, true);
+  return replaceByDifference(trx, caller, actor, { column: 'group_id', value: groupId }, desired, true);
 }
 
 /**
@@ -157,8 +186,8 @@ export async function replaceGroupAssignments(trx: Database, caller: Caller, ten
  * last-administrator guard (and its lock) is not involved. `field` names the body field in errors.
  */
 export async function replaceScopedAssignments(
-  trx: Database, caller: Caller, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments',
+  trx: Database, caller: Caller, actor: Actor, scopeType: Exclude<ScopeType, 'TENANT'>, scopeId: string, items: ScopedAssignmentInput[], field = 'assignments',
 ): Promise<boolean> {
   await lockGroupsAndRoles(trx, items.map((item, index) => ({ ...item, scopeType, field: `${field}[${index}].` })));
-  return replaceByDifference(trx, caller, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
+  return replaceByDifference(trx, caller, actor, { column: 'scope_id', value: scopeId }, items.map((item) => ({ ...item, scopeType, scopeId })), false);
 }

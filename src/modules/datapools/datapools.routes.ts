@@ -10,6 +10,7 @@ import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Assignment } from '../assignments/assignments.schemas.js';
 import { Datapool, DatapoolInput, DatapoolListQuery, DatapoolPatch } from './datapools.schemas.js';
+import { actorOf } from '../audit/index.js';
 import { createDatapool, deleteDatapool, getDatapool, listDatapoolAssignments, listDatapools, updateDatapool } from './datapools.service.js';
 
 const tags = ['Datapools'];
@@ -39,7 +40,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'DATAPOOL_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/datapools', await createDatapool(ctx.db, caller, request.body));
+    return created(reply, ctx.config.api.baseUrl, '/v1/datapools', await createDatapool(ctx.db, caller, actorOf(request), request.body));
   });
 
   app.get('/datapools/:id', {
@@ -56,7 +57,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
     const id = request.params.id;
     const caller = callerOf(request);
     requireWritable(caller, id);
-    return withEtag(reply, await updateDatapool(ctx.db, caller, id, request.body, 'replace', request.headers['if-match']));
+    return withEtag(reply, await updateDatapool(ctx.db, caller, actorOf(request), id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/datapools/:id', {
@@ -65,7 +66,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
     const id = request.params.id;
     const caller = callerOf(request);
     requireWritable(caller, id);
-    return withEtag(reply, await updateDatapool(ctx.db, caller, id, request.body, 'patch', request.headers['if-match']));
+    return withEtag(reply, await updateDatapool(ctx.db, caller, actorOf(request), id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.delete('/datapools/:id', {
@@ -76,7 +77,7 @@ export const datapoolRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
   }, async (request, reply) => {
     const id = request.params.id;
     requireWritable(callerOf(request), id);
-    await deleteDatapool(ctx.db, id, request.headers['if-match']);
+    await deleteDatapool(ctx.db, actorOf(request), id, request.headers['if-match']);
     return reply.code(204).send();
   });
 

@@ -8,7 +8,8 @@ import { isForeignKeyViolation, uniquely } from '../../db/constraint-errors.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { Caller } from '../../access/caller.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import type { Actor } from '../audit/index.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { DATAPOOL_SORT_COLUMNS, datapoolExists, findDatapoolPage, loadDatapools, lockDatapool } from './datapools.repo.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
@@ -58,14 +59,14 @@ async function writeRow(name: string, write: () => Promise<unknown>): Promise<vo
   }
 }
 
-export async function createDatapool(db: Database, caller: Caller, input: DatapoolInput): Promise<Datapool> {
+export async function createDatapool(db: Database, caller: Caller, actor: Actor, input: DatapoolInput): Promise<Datapool> {
   const id = randomUUID();
   await db.transaction().execute(async (trx) => {
     await checkContactPerson(trx, input.contactPersonId);
     await writeRow(input.name, () => trx.insertInto('datapools').values({
       id, name: input.name, description: input.description, contact_person_id: input.contactPersonId ?? null,
     }).execute());
-    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATAPOOL', id, input.assignments);
+    if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATAPOOL', id, input.assignments);
   });
   return getDatapool(db, id);
 }
@@ -76,7 +77,7 @@ export async function createDatapool(db: Database, caller: Caller, input: Datapo
  * only when present: they are not part of the representation, so omitting them is not a change.
  */
 export async function updateDatapool(
-  db: Database, caller: Caller, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+  db: Database, caller: Caller, actor: Actor, id: string, input: DatapoolInput | DatapoolPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<Datapool> {
   await db.transaction().execute(async (trx) => {
     // The contact user before the datapool row: a user delete locks them in that order too
@@ -93,7 +94,7 @@ export async function updateDatapool(
       contact_person_id: contactPersonId,
       modified_at: sql`now()`,
     }).where('id', '=', id).execute());
-    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATAPOOL', id, input.assignments);
+    if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATAPOOL', id, input.assignments);
   });
   return getDatapool(db, id);
 }
@@ -108,13 +109,14 @@ function assertHoldsNoDatasets(datapool: Datapool): void {
   throw new AppError('RESOURCE_IN_USE', `Datapool ${datapool.id} still holds datasets (${datapool.datasets.join(', ')}); delete or move them first`);
 }
 
-export async function deleteDatapool(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteDatapool(db: Database, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     if (!(await lockDatapool(trx, id))) throw notFound('Datapool', id);
     const current = await getDatapool(trx, id);
     assertIfMatch(ifMatch, current);
     assertHoldsNoDatasets(current);
     // Its assignments go with it, in this transaction: their foreign key cascades.
+    await recordCascadingAssignmentDeletes(trx, actor, { column: 'scope_id', value: id });
     await trx.deleteFrom('datapools').where('id', '=', id).execute();
   });
 }

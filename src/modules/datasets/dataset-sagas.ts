@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { SagaType } from '../../db/schema.js';
 import type { Job, Saga, SagaStep } from '../../jobs/saga-runner.js';
+import { recordCascadingAssignmentDeletes } from '../assignments/assignments.service.js';
+import { SYSTEM_ACTOR, type Actor } from '../audit/index.js';
 import { deleteDatasetRow, recordSagaError, setDatasetState } from './datasets.repo.js';
 
 /**
@@ -57,8 +59,16 @@ const deleteSaga = (extra: readonly SagaStep[]): Saga => ({
   steps: [
     ...extra,
     { name: 'remove storage', run: (trx, job) => dropStorage(trx, job.subjectId).then(() => undefined) },
-    // Its assignments and named APIs go with it (foreign keys cascade).
-    { name: 'remove dataset', run: (trx, job) => deleteDatasetRow(trx, job.subjectId).then(() => undefined) },
+    // Its assignments and named APIs go with it (foreign keys cascade); the assignments are recorded
+    // as removed in the name of whoever asked for the deletion (older jobs carry no actor).
+    {
+      name: 'remove dataset',
+      async run(trx, job: Job<Partial<Actor>>) {
+        const actor: Actor = { actorId: job.payload.actorId ?? SYSTEM_ACTOR.actorId, requestId: job.payload.requestId ?? SYSTEM_ACTOR.requestId };
+        await recordCascadingAssignmentDeletes(trx, actor, { column: 'scope_id', value: job.subjectId });
+        await deleteDatasetRow(trx, job.subjectId);
+      },
+    },
   ],
   async failed(trx, job, error) {
     if (await lockRow(trx, job.subjectId)) await recordSagaError(trx, job.subjectId, { sagaType: 'DELETE', message: error });

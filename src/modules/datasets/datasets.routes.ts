@@ -5,6 +5,7 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Assignment } from '../assignments/assignments.schemas.js';
+import { actorOf } from '../audit/index.js';
 import { Dataset, DatasetInput, DatasetListQuery, DatasetMetadataPatch, DatasetPatch, PublishedApi } from './datasets.schemas.js';
 import {
   changeStatus, createDataset, datasetAssignments, deleteDataset, getDataset, listDatasets, publishedApisOf, updateDataset,
@@ -24,7 +25,7 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
       tags, summary: 'Create a dataset (DRAFT; its CREATE saga provisions the storage)', body: DatasetInput,
       response: responses({ 201: Dataset }, [400, 401, 403, 409, 413, 415]),
     },
-  }, async (request, reply) => created(reply, baseUrl, '/v1/datasets', await createDataset(ctx, callerOf(request), request.body)));
+  }, async (request, reply) => created(reply, baseUrl, '/v1/datasets', await createDataset(ctx, callerOf(request), actorOf(request), request.body)));
 
   app.get('/datasets/:id', {
     schema: { tags, summary: 'Get a dataset by id', params: IdParams, response: responses({ 200: Dataset }, [400, 401, 403, 404]) },
@@ -33,12 +34,12 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
   app.put('/datasets/:id', {
     schema: { tags, summary: 'Replace a DRAFT dataset', params: IdParams, body: DatasetInput, response: responses({ 200: Dataset }, WRITE_ERRORS) },
   }, async (request, reply) =>
-    withEtag(reply, await updateDataset(ctx, callerOf(request), request.params.id, request.body, 'replace', request.headers['if-match'])));
+    withEtag(reply, await updateDataset(ctx, callerOf(request), actorOf(request), request.params.id, request.body, 'replace', request.headers['if-match'])));
 
   app.patch('/datasets/:id', {
     schema: { tags, summary: 'Partially update a DRAFT dataset', params: IdParams, body: DatasetPatch, response: responses({ 200: Dataset }, WRITE_ERRORS) },
   }, async (request, reply) =>
-    withEtag(reply, await updateDataset(ctx, callerOf(request), request.params.id, request.body, 'patch', request.headers['if-match'])));
+    withEtag(reply, await updateDataset(ctx, callerOf(request), actorOf(request), request.params.id, request.body, 'patch', request.headers['if-match'])));
 
   app.delete('/datasets/:id', {
     schema: {
@@ -46,7 +47,7 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
       response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]),
     },
   }, async (request, reply) => {
-    await deleteDataset(ctx, callerOf(request), request.params.id, request.headers['if-match']);
+    await deleteDataset(ctx, callerOf(request), actorOf(request), request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
 
@@ -70,7 +71,7 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
         method, url: `/datasets/:id/${path}`,
         schema: { tags, summary, params: IdParams, body: DatasetMetadataPatch, response: responses({ 200: Dataset }, [...WRITE_ERRORS, 422]) },
         handler: async (request, reply) =>
-          withEtag(reply, await updateDatasetMetadata(ctx, callerOf(request), request.params.id, request.body, operation, request.headers['if-match'])),
+          withEtag(reply, await updateDatasetMetadata(ctx, callerOf(request), actorOf(request), request.params.id, request.body, operation, request.headers['if-match'])),
       });
     }
   }
@@ -83,6 +84,6 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
   ] as const) {
     app.post(`/datasets/:id/${operation}`, {
       schema: { tags, summary, params: IdParams, response: responses({ [status]: Dataset }, [400, 401, 403, 404, 409, 422]) },
-    }, async (request, reply) => withEtag(reply.code(status), await changeStatus(ctx, callerOf(request), request.params.id, operation)));
+    }, async (request, reply) => withEtag(reply.code(status), await changeStatus(ctx, callerOf(request), actorOf(request), request.params.id, operation)));
   }
 };

@@ -10,7 +10,8 @@ import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { enqueueSaga } from '../../jobs/saga-runner.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { recordEvent, type Actor, type AuditChange } from '../audit/index.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
@@ -30,6 +31,18 @@ export interface DatasetsContext {
   /** Called after a commit that enqueued a saga, so that this process's worker starts at once. */
   sagaEnqueued(): void;
 }
+
+/** What the audit log keeps of a dataset: its metadata, status and named APIs (not saga bookkeeping). */
+const auditStateOf = (dataset: Dataset) => ({
+  name: dataset.name, description: dataset.description, datapoolId: dataset.datapool?.id ?? null, openDataAccess: dataset.openDataAccess,
+  dataSetStatus: dataset.dataSetStatus, namedApis: dataset.namedApis,
+});
+
+/** A dataset event from `before` to `after` (null: it did not exist, or no longer does); none when nothing changed. */
+const recordDatasetEvent = (trx: Database, actor: Actor, type: AuditChange['type'], id: string, before: Dataset | null, after: Dataset | null) =>
+  recordEvent(trx, actor, { type, objectType: 'DATASET', objectId: id, before: before && auditStateOf(before), after: after && auditStateOf(after) });
+
+const STATUS_EVENTS = { stage: 'DATASET_STAGED', unstage: 'DATASET_UNSTAGED', release: 'DATASET_RELEASED', unrelease: 'DATASET_UNRELEASED' } as const;
 
 const asObject = (state: Pick<DatasetState, 'id' | 'datapoolId'>) => ({ scopeType: 'DATASET' as const, id: state.id, datapoolId: state.datapoolId });
 
@@ -90,7 +103,7 @@ async function writing<T>(ctx: DatasetsContext, write: (trx: Database) => Promis
   return result;
 }
 
-export async function createDataset(ctx: DatasetsContext, caller: Caller, input: DatasetInput): Promise<Dataset> {
+export async function createDataset(ctx: DatasetsContext, caller: Caller, actor: Actor, input: DatasetInput): Promise<Dataset> {
   const id = randomUUID();
   const values: DatasetValues = {
     name: input.name, description: input.description, datapoolId: input.datapoolId ?? null, openDataAccess: input.openDataAccess ?? false,
@@ -100,7 +113,8 @@ export async function createDataset(ctx: DatasetsContext, caller: Caller, input:
     await authorizeCreateIn(trx, caller, ctx.tenantId, values.datapoolId);
     await insertDataset(trx, id, values, caller.profile?.userId ?? null);
     await setNamedApis(trx, id, input.namedApis ?? []);
-    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATASET', id, input.assignments);
+    await recordDatasetEvent(trx, actor, 'DATASET_CREATED', id, null, await representation(ctx, trx, id));
+    if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASET', id, input.assignments);
     await enqueueSaga(trx, SAGA_KINDS.CREATE, id);
     return representation(ctx, trx, id);
   });
@@ -134,7 +148,7 @@ async function changedValues(
 
 /** PUT (replace) and PATCH of a DRAFT dataset. */
 export async function updateDataset(
-  ctx: DatasetsContext, caller: Caller, id: string, input: DatasetInput | DatasetPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+  ctx: DatasetsContext, caller: Caller, actor: Actor, id: string, input: DatasetInput | DatasetPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<Dataset> {
   const replace = mode === 'replace';
   const namedApis = input.namedApis !== undefined ? input.namedApis ?? [] : replace ? [] : undefined;
@@ -144,21 +158,23 @@ export async function updateDataset(
     const current = await representation(ctx, trx, id);
     await updateDatasetRow(trx, id, await changedValues(trx, ctx, caller, current, input, replace));
     if (namedApis) await setNamedApis(trx, id, namedApis);
-    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATASET', id, input.assignments);
+    await recordDatasetEvent(trx, actor, 'DATASET_UPDATED', id, current, await representation(ctx, trx, id));
+    if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASET', id, input.assignments);
     return representation(ctx, trx, id);
   });
 }
 
 /** The metadata updates of READY (`readyMeta`) and released (`releasedMeta`) datasets: merge semantics. */
 export async function updateDatasetMetadata(
-  ctx: DatasetsContext, caller: Caller, id: string, input: DatasetMetadataPatch, operation: 'readyMeta' | 'releasedMeta', ifMatch: string | undefined,
+  ctx: DatasetsContext, caller: Caller, actor: Actor, id: string, input: DatasetMetadataPatch, operation: 'readyMeta' | 'releasedMeta', ifMatch: string | undefined,
 ): Promise<Dataset> {
   const permissions: PermissionName[] = operation === 'readyMeta' ? ['DATASET_UPDATE'] : ['DATASET_UPDATE', 'DATASET_RELEASE'];
   return writing(ctx, async (trx) => {
     await prepare(trx, ctx, caller, id, operation, permissions, ifMatch);
     const current = await representation(ctx, trx, id);
     await updateDatasetRow(trx, id, await changedValues(trx, ctx, caller, current, input, false));
-    if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATASET', id, input.assignments);
+    await recordDatasetEvent(trx, actor, 'DATASET_UPDATED', id, current, await representation(ctx, trx, id));
+    if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASET', id, input.assignments);
     return representation(ctx, trx, id);
   });
 }
@@ -179,14 +195,17 @@ async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purp
 }
 
 /** stage, unstage, release, unrelease: one transition of the table, its validation, and its saga. */
-export async function changeStatus(ctx: DatasetsContext, caller: Caller, id: string, operation: 'stage' | 'unstage' | 'release' | 'unrelease'): Promise<Dataset> {
+export async function changeStatus(ctx: DatasetsContext, caller: Caller, actor: Actor, id: string, operation: 'stage' | 'unstage' | 'release' | 'unrelease'): Promise<Dataset> {
   const permission: PermissionName = operation === 'release' || operation === 'unrelease' ? 'DATASET_RELEASE' : 'DATASET_UPDATE';
   return writing(ctx, async (trx) => {
     const { step } = await prepare(trx, ctx, caller, id, operation, [permission]);
+    const before = await representation(ctx, trx, id);
     if (step.validate) await validateFor(trx, ctx, id, step.validate);
     await setDatasetState(trx, id, { status: step.to as Dataset['dataSetStatus'], ...(step.saga ? { pendingSagaType: step.saga } : {}) });
     if (step.saga) await enqueueSaga(trx, SAGA_KINDS[step.saga], id);
-    return representation(ctx, trx, id);
+    const after = await representation(ctx, trx, id);
+    await recordDatasetEvent(trx, actor, STATUS_EVENTS[operation], id, before, after);
+    return after;
   });
 }
 
@@ -195,18 +214,22 @@ export async function changeStatus(ctx: DatasetsContext, caller: Caller, id: str
  * a provisioned one is marked DELETE and removed by its saga. Deleting one that is being deleted
  * already changes nothing.
  */
-export async function deleteDataset(ctx: DatasetsContext, caller: Caller, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteDataset(ctx: DatasetsContext, caller: Caller, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await writing(ctx, async (trx) => {
     const { state } = await prepare(trx, ctx, caller, id, 'delete', ['DATASET_DELETE'], ifMatch);
     if (state.pendingSagaType === 'DELETE') return;
+    // Recorded at the request, whether the row goes now or with its saga.
+    await recordDatasetEvent(trx, actor, 'DATASET_DELETED', id, await representation(ctx, trx, id), null);
     if (!state.provisioned) {
       // A CREATE saga that gave up may have left its schema: nothing stays behind.
       await sql`drop schema if exists ${sql.id(storageSchemaOf(id))} cascade`.execute(trx);
+      await recordCascadingAssignmentDeletes(trx, actor, { column: 'scope_id', value: id });
       await deleteDatasetRow(trx, id);
       return;
     }
     await setDatasetState(trx, id, { pendingSagaType: 'DELETE' });
-    await enqueueSaga(trx, SAGA_KINDS.DELETE, id);
+    // The saga removes the row (and its assignments) later: it records those removals in the requester's name.
+    await enqueueSaga(trx, SAGA_KINDS.DELETE, id, { actorId: actor.actorId, requestId: actor.requestId });
   });
 }
 

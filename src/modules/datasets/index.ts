@@ -3,3 +3,4 @@ export { datasetRoutes } from './datasets.routes.js';
 export { datasetSagas, type DatasetSagaSteps } from './dataset-sagas.js';
 export { datasetIdsOfDatapools } from './datasets.repo.js';
 export type { DatasetsContext } from './datasets.service.js';
+export { findDatasetState, type DatasetState } from './datasets.repo.js';

@@ -6,6 +6,7 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Group, GroupAssignmentsInput, GroupInput, GroupListQuery, GroupParams, GroupPatch } from './groups.schemas.js';
+import { actorOf } from '../audit/index.js';
 import { createGroup, deleteGroup, getGroup, listGroups, replaceAssignmentsOfGroup, updateGroup } from './groups.service.js';
 
 const tags = ['Groups'];
@@ -24,7 +25,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/groups', await createGroup(ctx.db, caller, request.body));
+    return created(reply, ctx.config.api.baseUrl, '/v1/groups', await createGroup(ctx.db, caller, actorOf(request), request.body));
   });
 
   app.get('/groups/:id', {
@@ -39,7 +40,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
-    return withEtag(reply, await updateGroup(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
+    return withEtag(reply, await updateGroup(ctx.db, caller, actorOf(request), request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/groups/:id', {
@@ -47,7 +48,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
-    return withEtag(reply, await updateGroup(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
+    return withEtag(reply, await updateGroup(ctx.db, caller, actorOf(request), request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.put('/groups/:groupId/assignments', {
@@ -59,14 +60,14 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
     const caller = callerOf(request);
     requireTenantPermission(caller, 'GROUP_WRITE');
     requireTenantPermission(caller, 'ASSIGNMENT_WRITE');
-    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, caller, ctx.tenant.id, request.params.groupId, request.body, request.headers['if-match']));
+    return withEtag(reply, await replaceAssignmentsOfGroup(ctx.db, caller, actorOf(request), ctx.tenant.id, request.params.groupId, request.body, request.headers['if-match']));
   });
 
   app.delete('/groups/:id', {
     schema: { tags, summary: 'Delete a group with its memberships and assignments (409 while it has subgroups)', params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]) },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'GROUP_WRITE');
-    await deleteGroup(ctx.db, request.params.id, request.headers['if-match']);
+    await deleteGroup(ctx.db, actorOf(request), request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
 };

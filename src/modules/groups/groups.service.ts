@@ -7,7 +7,8 @@ import { grantingNoMoreThanCallerHolds, membersOfSubtree } from '../../access/ef
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { uniquely } from '../../db/constraint-errors.js';
-import { replaceGroupAssignments } from '../assignments/assignments.service.js';
+import { recordCascadingAssignmentDeletes, replaceGroupAssignments } from '../assignments/assignments.service.js';
+import { recordEvent, type Actor } from '../audit/index.js';
 import type { GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
 import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { findGroupPage, GROUP_SORT_COLUMNS, isSelfOrAncestorOf, loadGroups, lockGroup, setMembers, subgroupsOf } from './groups.repo.js';
@@ -15,6 +16,13 @@ import { lockMissingIds } from '../../db/missing-ids.js';
 import type { Group, GroupInput, GroupListQuery, GroupPatch } from './groups.schemas.js';
 
 const duplicateName = (name: string) => `A group named "${name}" already exists`;
+
+/** The audit log's view of a group's members: their ids, sorted, so that equal sets compare equal. */
+const memberList = (ids: readonly string[]) => [...new Set(ids)].sort();
+
+/** GROUP_MEMBERS_CHANGED from `before` to `after` (null: the group did not exist); nothing when they are the same. */
+const recordMembers = (trx: Database, actor: Actor, groupId: string, before: string[] | null, after: string[] | null) =>
+  recordEvent(trx, actor, { type: 'GROUP_MEMBERS_CHANGED', objectType: 'GROUP', objectId: groupId, before, after });
 
 export async function getGroup(db: Database, id: string): Promise<Group> {
   const [group] = await loadGroups(db, [id]);
@@ -45,7 +53,7 @@ async function checkParent(db: Database, groupId: string, parentGroupId: string 
   }
 }
 
-export async function createGroup(db: Database, caller: Caller, input: GroupInput): Promise<Group> {
+export async function createGroup(db: Database, caller: Caller, actor: Actor, input: GroupInput): Promise<Group> {
   const id = randomUUID();
   await db.transaction().execute(async (trx) => {
     await checkParent(trx, id, input.parentGroupId ?? null);
@@ -55,6 +63,8 @@ export async function createGroup(db: Database, caller: Caller, input: GroupInpu
     }).execute(), duplicateName(input.name), 'name');
     // Members of a subgroup receive what its ancestors hold.
     await grantingNoMoreThanCallerHolds(trx, caller, input.memberIds ?? [], () => setMembers(trx, id, input.memberIds ?? []));
+    // A group created without members changed nobody's membership: no event.
+    if (input.memberIds && input.memberIds.length > 0) await recordMembers(trx, actor, id, null, memberList(input.memberIds));
   });
   return getGroup(db, id);
 }
@@ -65,7 +75,7 @@ export async function createGroup(db: Database, caller: Caller, input: GroupInpu
  * permissions: refused when the caller does not hold them, as is leaving nobody administering.
  */
 export async function updateGroup(
-  db: Database, caller: Caller, id: string, input: GroupInput | GroupPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+  db: Database, caller: Caller, actor: Actor, id: string, input: GroupInput | GroupPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<Group> {
   await db.transaction().execute(async (trx) => {
     // The guard lock first, then the group, then its users: the order every write that takes
@@ -94,34 +104,40 @@ export async function updateGroup(
       }).where('id', '=', id).execute(), duplicateName(name), 'name');
       if (input.memberIds !== undefined || replace) await setMembers(trx, id, memberIds ?? []);
     }));
+    if (input.memberIds !== undefined || replace) {
+      await recordMembers(trx, actor, id, memberList(current.members.map((m) => m.id)), memberList(memberIds ?? []));
+    }
   });
   return getGroup(db, id);
 }
 
 export async function replaceAssignmentsOfGroup(
-  db: Database, caller: Caller, tenantId: string, id: string, items: GroupRoleAssignmentInput[], ifMatch: string | undefined,
+  db: Database, caller: Caller, actor: Actor, tenantId: string, id: string, items: GroupRoleAssignmentInput[], ifMatch: string | undefined,
 ): Promise<Group> {
   await db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx); // guard before group, as deleteGroup does: no deadlock
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
     assertIfMatch(ifMatch, await getGroup(trx, id));
-    const changed = await replaceGroupAssignments(trx, caller, tenantId, id, items);
+    const changed = await replaceGroupAssignments(trx, caller, actor, tenantId, id, items);
     if (changed) await trx.updateTable('groups').set({ modified_at: sql`now()` }).where('id', '=', id).execute();
   });
   return getGroup(db, id);
 }
 
 /** A group with subgroups answers 409 RESOURCE_IN_USE: deleting a whole subtree is left to the caller, group by group. */
-export async function deleteGroup(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteGroup(db: Database, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx);
     if (!(await lockGroup(trx, id))) throw notFound('Group', id);
-    assertIfMatch(ifMatch, await getGroup(trx, id));
+    const current = await getGroup(trx, id);
+    assertIfMatch(ifMatch, current);
     const subgroups = await subgroupsOf(trx, id);
     if (subgroups.length > 0) {
       throw new AppError('RESOURCE_IN_USE', `The group has subgroups (${subgroups.map((g) => `"${g.name}"`).join(', ')}); delete them or move them to another parent first`);
     }
-    // Memberships and assignments go with the group (foreign keys cascade).
+    // Memberships and assignments go with the group (foreign keys cascade): recorded as removed.
+    await recordCascadingAssignmentDeletes(trx, actor, { column: 'group_id', value: id });
+    if (current.members.length > 0) await recordMembers(trx, actor, id, memberList(current.members.map((m) => m.id)), null);
     await keepingATenantAdministrator(trx, () => trx.deleteFrom('groups').where('id', '=', id).execute());
     await assertTenantAdministratorRemains(trx);
   });

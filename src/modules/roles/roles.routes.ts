@@ -6,6 +6,7 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Role, RoleInput, RoleListQuery, RolePatch } from './roles.schemas.js';
+import { actorOf } from '../audit/index.js';
 import { createRole, deleteRole, getRole, listRoles, updateRole } from './roles.service.js';
 
 const tags = ['Roles'];
@@ -23,7 +24,7 @@ export const roleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
     schema: { tags, summary: 'Create a role', body: RoleInput, response: responses({ 201: Role }, [400, 401, 403, 409, 413, 415]) },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'ROLE_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/roles', await createRole(ctx.db, request.body));
+    return created(reply, ctx.config.api.baseUrl, '/v1/roles', await createRole(ctx.db, actorOf(request), request.body));
   });
 
   app.get('/roles/:id', {
@@ -38,7 +39,7 @@ export const roleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'ROLE_WRITE');
-    return withEtag(reply, await updateRole(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
+    return withEtag(reply, await updateRole(ctx.db, caller, actorOf(request), request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/roles/:id', {
@@ -46,14 +47,14 @@ export const roleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'ROLE_WRITE');
-    return withEtag(reply, await updateRole(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
+    return withEtag(reply, await updateRole(ctx.db, caller, actorOf(request), request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.delete('/roles/:id', {
     schema: { tags, summary: 'Delete a role (409 when read-only or still assigned)', params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409, 412]) },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'ROLE_WRITE');
-    await deleteRole(ctx.db, request.params.id, request.headers['if-match']);
+    await deleteRole(ctx.db, actorOf(request), request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
 };

@@ -8,12 +8,20 @@ import { AppError, notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { uniquely } from '../../db/constraint-errors.js';
+import { recordEvent, type Actor } from '../audit/index.js';
 import {
   countAssignmentsOfRole, findRolePage, hasNonTenantAssignments, loadRoles, lockRole, permissionTypes, ROLE_SORT_COLUMNS, setRolePermissions,
 } from './roles.repo.js';
 import type { Role, RoleInput, RoleListQuery, RolePatch } from './roles.schemas.js';
 
 const duplicateName = (name: string) => `A role named "${name}" already exists`;
+
+/** The audit log's view of a role: its permission names, sorted. */
+const permissionNames = (role: Role) => role.permissions.map((p) => p.name).sort();
+
+/** ROLE_PERMISSIONS_CHANGED from `before` to `after` (null: the role did not exist); nothing when they are the same. */
+const recordPermissions = (trx: Database, actor: Actor, roleId: string, before: string[] | null, after: string[] | null) =>
+  recordEvent(trx, actor, { type: 'ROLE_PERMISSIONS_CHANGED', objectType: 'ROLE', objectId: roleId, before, after });
 
 export async function getRole(db: Database, id: string): Promise<Role> {
   const [role] = await loadRoles(db, [id]);
@@ -38,7 +46,7 @@ async function checkPermissions(db: Database, roleType: RoleType, permissionIds:
   });
 }
 
-export async function createRole(db: Database, input: RoleInput): Promise<Role> {
+export async function createRole(db: Database, actor: Actor, input: RoleInput): Promise<Role> {
   const id = randomUUID();
   await db.transaction().execute(async (trx) => {
     await checkPermissions(trx, input.roleType as RoleType, input.permissionIds ?? []);
@@ -46,6 +54,9 @@ export async function createRole(db: Database, input: RoleInput): Promise<Role> 
       id, name: input.name, description: input.description ?? '', role_type: input.roleType as RoleType, readonly: input.readonly ?? false,
     }).execute(), duplicateName(input.name), 'name');
     await setRolePermissions(trx, id, input.permissionIds ?? []);
+    // A role created without permissions grants nothing: no event.
+    const after = permissionNames(await getRole(trx, id));
+    if (after.length > 0) await recordPermissions(trx, actor, id, null, after);
   });
   return getRole(db, id);
 }
@@ -55,7 +66,7 @@ export async function createRole(db: Database, input: RoleInput): Promise<Role> 
  * ones (null clears description and permissions). Permissions added to a role that is assigned
  * are granted on every scope it is assigned on: the caller must hold them there.
  */
-export async function updateRole(db: Database, caller: Caller, id: string, input: RoleInput | RolePatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Role> {
+export async function updateRole(db: Database, caller: Caller, actor: Actor, id: string, input: RoleInput | RolePatch, mode: 'replace' | 'patch', ifMatch: string | undefined): Promise<Role> {
   await db.transaction().execute(async (trx) => {
     const locked = await lockRole(trx, id);
     if (!locked) throw notFound('Role', id);
@@ -82,11 +93,12 @@ export async function updateRole(db: Database, caller: Caller, id: string, input
       name: next.name, description: next.description, role_type: next.roleType, readonly: next.readonly, modified_at: sql`now()`,
     }).where('id', '=', id).execute(), duplicateName(next.name), 'name');
     await setRolePermissions(trx, id, next.permissionIds);
+    await recordPermissions(trx, actor, id, permissionNames(current), permissionNames(await getRole(trx, id)));
   });
   return getRole(db, id);
 }
 
-export async function deleteRole(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteRole(db: Database, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const locked = await lockRole(trx, id);
     if (!locked) throw notFound('Role', id);
@@ -98,5 +110,6 @@ export async function deleteRole(db: Database, id: string, ifMatch: string | und
       throw new AppError('RESOURCE_IN_USE', `The role "${current.name}" is used by ${assignments} assignment(s); delete them first`);
     }
     await trx.deleteFrom('roles').where('id', '=', id).execute();
+    if (current.permissions.length > 0) await recordPermissions(trx, actor, id, permissionNames(current), null);
   });
 }

@@ -88,6 +88,9 @@ export const deleteUserRow = (db: Database, id: string) => db.deleteFrom('users'
 export const lockUser = (db: Database, id: string) =>
   db.selectFrom('users').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
 
+export const groupIdsOfUser = async (db: Database, userId: string) =>
+  (await db.selectFrom('group_members').select('group_id').where('user_id', '=', userId).execute()).map((row) => row.group_id);
+
 export const touchUser = (db: Database, id: string) =>
   db.updateTable('users').set({ modified_at: sql`now()` }).where('id', '=', id).execute();
 

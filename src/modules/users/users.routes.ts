@@ -6,6 +6,7 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { CurrentUser, User, UserGroupsInput, UserInput, UserListQuery, UserParams, UserPatch } from './users.schemas.js';
+import { actorOf } from '../audit/index.js';
 import { createUser, currentUserOf, deleteUser, getUser, listUsers, replaceGroupsOfUser, updateUser } from './users.service.js';
 
 const tags = ['Users'];
@@ -24,7 +25,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'USER_WRITE');
-    return created(reply, ctx.config.api.baseUrl, '/v1/users', await createUser(ctx.db, caller, request.body));
+    return created(reply, ctx.config.api.baseUrl, '/v1/users', await createUser(ctx.db, caller, actorOf(request), request.body));
   });
 
   // A static path: the router matches it before /users/:id, whatever the order of registration.
@@ -47,7 +48,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'USER_WRITE');
-    return withEtag(reply, await updateUser(ctx.db, caller, request.params.id, request.body, 'replace', request.headers['if-match']));
+    return withEtag(reply, await updateUser(ctx.db, caller, actorOf(request), request.params.id, request.body, 'replace', request.headers['if-match']));
   });
 
   app.patch('/users/:id', {
@@ -55,7 +56,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'USER_WRITE');
-    return withEtag(reply, await updateUser(ctx.db, caller, request.params.id, request.body, 'patch', request.headers['if-match']));
+    return withEtag(reply, await updateUser(ctx.db, caller, actorOf(request), request.params.id, request.body, 'patch', request.headers['if-match']));
   });
 
   app.put('/users/:userId/groups', {
@@ -66,7 +67,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   }, async (request, reply) => {
     const caller = callerOf(request);
     requireTenantPermission(caller, 'USER_WRITE');
-    return withEtag(reply, await replaceGroupsOfUser(ctx.db, caller, request.params.userId, request.body, request.headers['if-match']));
+    return withEtag(reply, await replaceGroupsOfUser(ctx.db, caller, actorOf(request), request.params.userId, request.body, request.headers['if-match']));
   });
 
   app.delete('/users/:id', {
@@ -76,7 +77,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
     },
   }, async (request, reply) => {
     requireTenantPermission(callerOf(request), 'USER_WRITE');
-    await deleteUser(ctx.db, request.params.id, request.headers['if-match']);
+    await deleteUser(ctx.db, actorOf(request), request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
 };

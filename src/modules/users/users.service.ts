@@ -6,10 +6,11 @@ import { assertMayRebindUser, grantingNoMoreThanCallerHolds } from '../../access
 import { lockMissingIds } from '../../db/missing-ids.js';
 import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { AppError, notFound, validationFailed } from '../../errors.js';
+import { recordEvent, type Actor } from '../audit/index.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import {
-  deleteUserRow, findUserPage, insertUser, loadUsers, lockUser, replaceMemberships, touchUser,
+  deleteUserRow, findUserPage, groupIdsOfUser, insertUser, loadUsers, lockUser, replaceMemberships, touchUser,
   updateUserRow, USER_SORT_COLUMNS, type UserValues,
 } from './users.repo.js';
 import type { CurrentUser, User, UserInput, UserListQuery, UserPatch } from './users.schemas.js';
@@ -44,19 +45,27 @@ export async function listUsers(db: Database, query: UserListQuery) {
   return pageOf(await loadUsers(db, ids), total, request);
 }
 
+/** The audit log's view of a user's memberships: group ids, sorted, so that equal sets compare equal. */
+const groupList = (ids: readonly string[]) => [...new Set(ids)].sort();
+
 /**
  * Makes the user a member of exactly `groupIds` (400 naming `field[i]` for an unknown group),
  * refusing a change that leaves nobody administering the tenant or that grants the user what
- * the caller does not hold. The caller holds the guard lock and the user's row.
+ * the caller does not hold, and records USER_GROUPS_CHANGED when the memberships changed
+ * (`created`: the user did not exist before this transaction). The caller holds the guard lock
+ * and the user's row.
  */
-async function setGroupsOfUser(trx: Database, caller: Caller, id: string, groupIds: string[], field: string): Promise<number> {
+async function setGroupsOfUser(trx: Database, caller: Caller, actor: Actor, id: string, groupIds: string[], field: string, created = false): Promise<number> {
   const unknown = await lockMissingIds(trx, 'groups', groupIds);
   const index = groupIds.findIndex((groupId) => unknown.has(groupId));
   if (index >= 0) throw validationFailed(`${field}[${index}]`, 'no group has this id');
-  return grantingNoMoreThanCallerHolds(trx, caller, [id], () => keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds)));
+  const before = created ? null : groupList(await groupIdsOfUser(trx, id));
+  const changed = await grantingNoMoreThanCallerHolds(trx, caller, [id], () => keepingATenantAdministrator(trx, () => replaceMemberships(trx, id, groupIds)));
+  if (changed > 0) await recordEvent(trx, actor, { type: 'USER_GROUPS_CHANGED', objectType: 'USER', objectId: id, before, after: groupList(groupIds) });
+  return changed;
 }
 
-export async function createUser(db: Database, caller: Caller, input: UserInput): Promise<User> {
+export async function createUser(db: Database, caller: Caller, actor: Actor, input: UserInput): Promise<User> {
   const id = randomUUID();
   const values: UserValues = {
     email: input.email, firstName: input.firstName, lastName: input.lastName, phone: input.phone ?? null,
@@ -65,7 +74,7 @@ export async function createUser(db: Database, caller: Caller, input: UserInput)
   await db.transaction().execute(async (trx) => {
     if (input.groupIds) await lockTenantAdministratorGuard(trx); // the order every membership change takes
     await writeUserRow(values, () => insertUser(trx, id, values));
-    if (input.groupIds) await setGroupsOfUser(trx, caller, id, input.groupIds, 'groupIds');
+    if (input.groupIds) await setGroupsOfUser(trx, caller, actor, id, input.groupIds, 'groupIds', true);
   });
   return getUser(db, id);
 }
@@ -77,7 +86,7 @@ export async function createUser(db: Database, caller: Caller, input: UserInput)
  * and reactivating a user gives them back their permissions: both are checked as grants.
  */
 export async function updateUser(
-  db: Database, caller: Caller, id: string, input: UserInput | UserPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
+  db: Database, caller: Caller, actor: Actor, id: string, input: UserInput | UserPatch, mode: 'replace' | 'patch', ifMatch: string | undefined,
 ): Promise<User> {
   return db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
@@ -98,28 +107,32 @@ export async function updateUser(
     const groupIds = input.groupIds ?? (input.groupIds === null && !replace ? [] : undefined);
     await grantingNoMoreThanCallerHolds(trx, caller, [id], () => keepingATenantAdministrator(trx, () =>
       writeUserRow(values, () => updateUserRow(trx, id, values))));
-    if (groupIds) await setGroupsOfUser(trx, caller, id, groupIds, 'groupIds');
+    if (groupIds) await setGroupsOfUser(trx, caller, actor, id, groupIds, 'groupIds');
     return getUser(trx, id);
   });
 }
 
-export async function deleteUser(db: Database, id: string, ifMatch: string | undefined): Promise<void> {
+export async function deleteUser(db: Database, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
-    assertIfMatch(ifMatch, await getUser(trx, id));
+    const current = await getUser(trx, id);
+    assertIfMatch(ifMatch, current);
     // Memberships go with the user; groups and datapools naming them as contact keep existing
     // with the contact cleared (both by the foreign keys).
     await keepingATenantAdministrator(trx, () => deleteUserRow(trx, id));
+    if (current.groups.length > 0) {
+      await recordEvent(trx, actor, { type: 'USER_GROUPS_CHANGED', objectType: 'USER', objectId: id, before: groupList(current.groups.map((g) => g.id)), after: null });
+    }
   });
 }
 
-export async function replaceGroupsOfUser(db: Database, caller: Caller, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
+export async function replaceGroupsOfUser(db: Database, caller: Caller, actor: Actor, id: string, groupIds: string[], ifMatch: string | undefined): Promise<User> {
   return db.transaction().execute(async (trx) => {
     await lockTenantAdministratorGuard(trx); // before the user row, in the order group writes take them: no deadlock
     if (!(await lockUser(trx, id))) throw notFound('User', id);
     assertIfMatch(ifMatch, await getUser(trx, id));
-    const changed = await setGroupsOfUser(trx, caller, id, groupIds, '');
+    const changed = await setGroupsOfUser(trx, caller, actor, id, groupIds, '');
     if (changed > 0) await touchUser(trx, id);
     return getUser(trx, id);
   });
