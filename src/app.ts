@@ -18,6 +18,7 @@ import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
+import { styleRoutes } from './modules/styles/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -88,6 +89,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(userRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
+    await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

@@ -221,3 +221,23 @@ export async function datasetAssignments(ctx: DatasetsContext, caller: Caller, i
   authorize(caller, await stateOrNotFound(ctx.db, id, false));
   return loadAssignmentsOfScope(ctx.db, 'DATASET', id);
 }
+
+/**
+ * The prelude of every request on a dataset's parts (styles, mappings, pipelines), which the
+ * dataset's scope covers: reading needs DATASET_READ (else 404, as the dataset itself); writing
+ * needs DATASET_UPDATE (else 403), locks the dataset row for the caller's transaction (so that a
+ * stage or release cannot slip between the check and the write) and refuses a dataset that is
+ * not DRAFT through the lifecycle table's `update` row (400 DATASET_NOT_EDITABLE). Answers the
+ * dataset as it is.
+ */
+export async function authorizeDatasetPart(
+  ctx: DatasetsContext, caller: Caller, datasetId: string, access: 'read' | 'write', trx: Database = ctx.db,
+): Promise<Dataset> {
+  const state = await stateOrNotFound(trx, datasetId, access === 'write');
+  if (access === 'read') authorize(caller, state);
+  else {
+    authorize(caller, state, 'DATASET_UPDATE');
+    transition('update', state);
+  }
+  return representation(ctx, trx, datasetId);
+}
