@@ -19,6 +19,8 @@ import { userRoutes } from './modules/users/users.routes.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { styleRoutes } from './modules/styles/index.js';
+import { mappingRoutes } from './modules/mappings/index.js';
+import { pipelineRoutes } from './modules/pipelines/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -91,6 +93,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(mappingRoutes, { datasets });
+    await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

@@ -21,6 +21,7 @@ import {
   RESERVED_SLUGS, type Dataset, type DatasetInput, type DatasetListQuery, type DatasetMetadataPatch, type DatasetPatch, type NamedApiInput,
 } from './datasets.schemas.js';
 import { transition, type LifecycleOperation } from './lifecycle.js';
+import { pipelineProblems } from '../pipelines/index.js';
 
 /** What the datasets module needs from the process: its database, its public data API URL, a nudge for the saga workers. */
 export interface DatasetsContext {
@@ -29,6 +30,12 @@ export interface DatasetsContext {
   dataApiUrl: string;
   /** Called after a commit that enqueued a saga, so that this process's worker starts at once. */
   sagaEnqueued(): void;
+  /**
+   * Which of these data source ids exist: stage and release check the pipelines' references with
+   * it. The data sources module provides it (wired in app.ts); left out, none exists, so that a
+   * pipeline naming a data source never validates against nothing.
+   */
+  existingDataSourceIds?: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 const asObject = (state: Pick<DatasetState, 'id' | 'datapoolId'>) => ({ scopeType: 'DATASET' as const, id: state.id, datapoolId: state.datapoolId });
@@ -164,15 +171,21 @@ export async function updateDatasetMetadata(
 }
 
 /**
- * Stage and release validate the dataset's configuration and list every problem at once (422).
- * Release needs at least one named API and provisioned storage. (Pipelines join these checks.)
+ * Stage and release validate the dataset's configuration and list every problem at once (422):
+ * every pipeline's references (its mapping, data sources and named API). Release also needs at
+ * least one named API and provisioned storage.
  */
 async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purpose: 'stage' | 'release'): Promise<void> {
-  if (purpose !== 'release') return;
   const dataset = await representation(ctx, trx, id);
   const problems: FieldError[] = [];
-  if (dataset.namedApis.length === 0) problems.push({ field: 'namedApis', message: 'a released dataset needs at least one named API' });
-  if (!dataset.provisioned) problems.push({ field: 'provisioned', message: "the dataset's storage is not provisioned (see sagaError); delete and create it again" });
+  if (purpose === 'release') {
+    if (dataset.namedApis.length === 0) problems.push({ field: 'namedApis', message: 'a released dataset needs at least one named API' });
+    if (!dataset.provisioned) problems.push({ field: 'provisioned', message: "the dataset's storage is not provisioned (see sagaError); delete and create it again" });
+  }
+  problems.push(...await pipelineProblems(trx, id, {
+    namedApiSlugs: dataset.namedApis.map((api) => api.slug),
+    existingDataSourceIds: ctx.existingDataSourceIds ?? (async () => new Set<string>()),
+  }));
   if (problems.length > 0) {
     throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { status: 422, fieldErrors: problems });
   }
