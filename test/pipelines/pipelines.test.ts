@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
-import { pipelinesUsingDataSource } from '../../src/modules/pipelines/index.js';
+import { pipelineProblems, pipelinesUsingDataSource } from '../../src/modules/pipelines/index.js';
 import { datasetParts, ows, sta, type Json } from '../styles/dataset-parts.fixture.js';
 
 /** /v1/datasets/{dataSetId}/pipelines: CRUD, field checks, the dataset's summary, stage and release validation, DRAFT-only writes, authorization. */
@@ -120,6 +120,20 @@ for (const kind of databaseKinds()) {
       await ok('POST', `/v1/datasets/${dataset.id}/unstage`, undefined, 200);
       assert.equal((await release(dataset.id)).dataSetStatus, 'AVAILABLE');
       assert.equal(third.name, 'Third');
+    });
+
+    it('data sources count as existing exactly when the data sources module says so (the check datasets receive)', async () => {
+      const dataset = await newDataset();
+      const mappingRef = await newMapping(dataset.id, 'm');
+      const [known, unknown] = [randomUUID(), randomUUID()];
+      await ok('POST', pipelinesOf(dataset.id), { name: 'p', mappingRef, namedApiSlug: 'maps', dataSourceIds: [known, unknown] });
+      const asked: string[][] = [];
+      const problems = await pipelineProblems(t.ctx.db, dataset.id, {
+        namedApiSlugs: ['maps'],
+        existingDataSourceIds: async (_db, ids) => { asked.push([...ids]); return new Set([known]); },
+      });
+      assert.deepEqual(asked, [[known, unknown]], 'one question for every pipeline at once');
+      assert.deepEqual(problems.map((p) => p.field), ['pipelines[0].dataSourceIds[1]']);
     });
 
     it('writes need a DRAFT dataset: 400 DATASET_NOT_EDITABLE after stage ("unstage") and after release ("unrelease")', async () => {

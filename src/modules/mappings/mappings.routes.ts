@@ -27,7 +27,7 @@ export const mappingRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
   app.put('/datasets/:dataSetId/mappings', {
     schema: {
       tags, summary: 'Version a mapping: the document (carrying logicalUrn) becomes version n + 1; answers its URN pins', params: DatasetParams,
-      body: MappingVersionInput, response: responses({ 200: MappingPins }, [400, 401, 403, 404, 413, 415]),
+      body: MappingVersionInput, response: responses({ 200: MappingPins }, [400, 401, 403, 404, 409, 413, 415]),
     },
   }, async (request) => versionMapping(ctx, callerOf(request), request.params.dataSetId, request.body));
 
