@@ -20,6 +20,9 @@ import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { auditRoutes } from './modules/audit/index.js';
 import { accessExplainRoutes } from './modules/access-explain/index.js';
+import { styleRoutes } from './modules/styles/index.js';
+import { mappingRoutes } from './modules/mappings/index.js';
+import { pipelineRoutes } from './modules/pipelines/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -92,6 +95,10 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(auditRoutes, { ctx });
     await v1.register(accessExplainRoutes, { ctx });
+    // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
+    await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(mappingRoutes, { datasets });
+    await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

@@ -23,6 +23,9 @@ export async function loadDatasets(db: Database, ids: readonly string[], dataApi
       userRefOf(eb, 'd.created_by').as('creator'),
       jsonArrayFrom(eb.selectFrom('dataset_named_apis as n').select(['n.name', 'n.description', 'n.slug', 'n.standard', 'n.version'])
         .whereRef('n.dataset_id', '=', 'd.id').orderBy('n.position')).as('named_apis'),
+      // Oldest first: the order in which stage and release name them (pipelines[i]).
+      jsonArrayFrom(eb.selectFrom('pipelines as pl').select(['pl.id', 'pl.name', 'pl.description', 'pl.runtime_status as runtimeStatus'])
+        .whereRef('pl.dataset_id', '=', 'd.id').orderBy('pl.created_at').orderBy('pl.id')).as('pipelines'),
     ])
     .where('d.id', 'in', [...ids])
     .execute();
@@ -38,7 +41,7 @@ export async function loadDatasets(db: Database, ids: readonly string[], dataApi
     pendingSagaType: row.pending_saga_type,
     provisioned: row.provisioned,
     sagaError: (typeof row.saga_error === 'string' ? JSON.parse(row.saga_error) : row.saga_error) as Dataset['sagaError'],
-    pipelines: [], // Pipelines come with their own module.
+    pipelines: row.pipelines as Dataset['pipelines'],
     publicUrl: row.status === 'AVAILABLE' ? `${dataApiUrl}/v1/datasets/${row.id}` : null,
     createdAt: iso(row.created_at),
     modifiedAt: iso(row.modified_at),

@@ -22,6 +22,7 @@ import {
   RESERVED_SLUGS, type Dataset, type DatasetInput, type DatasetListQuery, type DatasetMetadataPatch, type DatasetPatch, type NamedApiInput,
 } from './datasets.schemas.js';
 import { transition, type LifecycleOperation } from './lifecycle.js';
+import { pipelineProblems } from '../pipelines/index.js';
 
 /** What the datasets module needs from the process: its database, its public data API URL, a nudge for the saga workers. */
 export interface DatasetsContext {
@@ -30,6 +31,12 @@ export interface DatasetsContext {
   dataApiUrl: string;
   /** Called after a commit that enqueued a saga, so that this process's worker starts at once. */
   sagaEnqueued(): void;
+  /**
+   * Which of these data source ids exist: stage and release check the pipelines' references with
+   * it. The data sources module provides it (wired in app.ts); left out, none exists, so that a
+   * pipeline naming a data source never validates against nothing.
+   */
+  existingDataSourceIds?: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 /** What the audit log keeps of a dataset: its metadata, status and named APIs (not saga bookkeeping). */
@@ -180,15 +187,21 @@ export async function updateDatasetMetadata(
 }
 
 /**
- * Stage and release validate the dataset's configuration and list every problem at once (422).
- * Release needs at least one named API and provisioned storage. (Pipelines join these checks.)
+ * Stage and release validate the dataset's configuration and list every problem at once (422):
+ * every pipeline's references (its mapping, data sources and named API). Release also needs at
+ * least one named API and provisioned storage.
  */
 async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purpose: 'stage' | 'release'): Promise<void> {
-  if (purpose !== 'release') return;
   const dataset = await representation(ctx, trx, id);
   const problems: FieldError[] = [];
-  if (dataset.namedApis.length === 0) problems.push({ field: 'namedApis', message: 'a released dataset needs at least one named API' });
-  if (!dataset.provisioned) problems.push({ field: 'provisioned', message: "the dataset's storage is not provisioned (see sagaError); delete and create it again" });
+  if (purpose === 'release') {
+    if (dataset.namedApis.length === 0) problems.push({ field: 'namedApis', message: 'a released dataset needs at least one named API' });
+    if (!dataset.provisioned) problems.push({ field: 'provisioned', message: "the dataset's storage is not provisioned (see sagaError); delete and create it again" });
+  }
+  problems.push(...await pipelineProblems(trx, id, {
+    namedApiSlugs: dataset.namedApis.map((api) => api.slug),
+    existingDataSourceIds: ctx.existingDataSourceIds ?? (async () => new Set<string>()),
+  }));
   if (problems.length > 0) {
     throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { status: 422, fieldErrors: problems });
   }
@@ -243,4 +256,24 @@ export async function publishedApisOf(ctx: DatasetsContext, caller: Caller, id: 
 export async function datasetAssignments(ctx: DatasetsContext, caller: Caller, id: string): Promise<Assignment[]> {
   authorize(caller, await stateOrNotFound(ctx.db, id, false));
   return loadAssignmentsOfScope(ctx.db, 'DATASET', id);
+}
+
+/**
+ * The prelude of every request on a dataset's parts (styles, mappings, pipelines), which the
+ * dataset's scope covers: reading needs DATASET_READ (else 404, as the dataset itself); writing
+ * needs DATASET_UPDATE (else 403), locks the dataset row for the caller's transaction (so that a
+ * stage or release cannot slip between the check and the write) and refuses a dataset that is
+ * not DRAFT through the lifecycle table's `update` row (400 DATASET_NOT_EDITABLE). Answers the
+ * dataset as it is.
+ */
+export async function authorizeDatasetPart(
+  ctx: DatasetsContext, caller: Caller, datasetId: string, access: 'read' | 'write', trx: Database = ctx.db,
+): Promise<Dataset> {
+  const state = await stateOrNotFound(trx, datasetId, access === 'write');
+  if (access === 'read') authorize(caller, state);
+  else {
+    authorize(caller, state, 'DATASET_UPDATE');
+    transition('update', state);
+  }
+  return representation(ctx, trx, datasetId);
 }

@@ -2,5 +2,6 @@
 export { datasetRoutes } from './datasets.routes.js';
 export { datasetSagas, type DatasetSagaSteps } from './dataset-sagas.js';
 export { datasetIdsOfDatapools } from './datasets.repo.js';
-export type { DatasetsContext } from './datasets.service.js';
+export { authorizeDatasetPart, type DatasetsContext } from './datasets.service.js';
+export type { Dataset } from './datasets.schemas.js';
 export { findDatasetState, type DatasetState } from './datasets.repo.js';

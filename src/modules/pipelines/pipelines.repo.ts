@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import type { Database } from '../../db/client.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
+import type { ListRequest } from '../../http/page.js';
+import { iso } from '../../http/resource.js';
+import type { Pipeline, PipelineListQuery } from './pipelines.schemas.js';
+
+export const PIPELINE_SORT_COLUMNS: Record<string, string> = {
+  name: 'p.name', description: 'p.description', createdAt: 'p.created_at', modifiedAt: 'p.modified_at',
+};
+
+const parsed = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
+
+/** Pipeline representations of a dataset, in the order of `ids`. */
+export async function loadPipelines(db: Database, datasetId: string, ids: readonly string[]): Promise<Pipeline[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('pipelines as p')
+    .select(['p.id', 'p.name', 'p.description', 'p.mapping_ref', 'p.named_api_slug', 'p.schedule', 'p.runtime_status', 'p.created_at', 'p.modified_at'])
+    // As JSON: both drivers then read the uuid[] the same way.
+    .select(sql<string[]>`to_jsonb(p.data_source_ids)`.as('data_source_ids'))
+    .where('p.dataset_id', '=', datasetId).where('p.id', 'in', [...ids])
+    .execute();
+  return inIdOrder(ids, rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    dataSourceIds: parsed<string[]>(row.data_source_ids),
+    mappingRef: row.mapping_ref,
+    namedApiSlug: row.named_api_slug,
+    schedule: row.schedule,
+    runtimeStatus: parsed<Pipeline['runtimeStatus']>(row.runtime_status ?? null),
+    createdAt: iso(row.created_at),
+    modifiedAt: iso(row.modified_at),
+  })));
+}
+
+/** Every pipeline of a dataset, oldest first (the order stage and release number them in). */
+export async function pipelineIdsOfDataset(db: Database, datasetId: string): Promise<string[]> {
+  const rows = await db.selectFrom('pipelines').select('id').where('dataset_id', '=', datasetId).orderBy('created_at').orderBy('id').execute();
+  return rows.map((row) => row.id);
+}
+
+/** One page of a dataset's pipelines (the caller may read them all: the dataset's scope covers them). */
+export async function findPipelinePage(db: Database, datasetId: string, query: PipelineListQuery, request: ListRequest) {
+  let qb = withSharedFilters(db.selectFrom('pipelines as p').where('p.dataset_id', '=', datasetId), 'p', query);
+  qb = withNameDescriptionFilters(qb, 'p', query);
+  return fetchPageIds(qb, 'p', request, PIPELINE_SORT_COLUMNS);
+}
+
+export interface PipelineValues {
+  name: string; description: string; dataSourceIds: string[]; mappingRef: string | null; namedApiSlug: string | null; schedule: string | null;
+}
+
+// The ids are validated UUIDs: an array literal is safe and reads the same on both drivers.
+const uuidArray = (ids: readonly string[]) => sql<string[]>`${`{${ids.join(',')}}`}::uuid[]`;
+
+export const insertPipeline = (db: Database, datasetId: string, id: string, values: PipelineValues) =>
+  db.insertInto('pipelines').values({
+    id, dataset_id: datasetId, name: values.name, description: values.description, data_source_ids: uuidArray(values.dataSourceIds),
+    mapping_ref: values.mappingRef, named_api_slug: values.namedApiSlug, schedule: values.schedule,
+  }).execute();
+
+export const updatePipelineRow = (db: Database, id: string, values: PipelineValues) =>
+  db.updateTable('pipelines').set({
+    name: values.name, description: values.description, data_source_ids: uuidArray(values.dataSourceIds),
+    mapping_ref: values.mappingRef, named_api_slug: values.namedApiSlug, schedule: values.schedule, modified_at: sql`now()`,
+  }).where('id', '=', id).execute();
+
+export const deletePipelineRow = (db: Database, id: string) => db.deleteFrom('pipelines').where('id', '=', id).execute();
+
+/** The pipelines of a dataset whose mappingRef is one of `urns`. */
+export const pipelinesWithMappingRef = (db: Database, datasetId: string, urns: readonly string[]) =>
+  urns.length === 0
+    ? Promise.resolve([])
+    : db.selectFrom('pipelines').select(['id', 'name', 'mapping_ref']).where('dataset_id', '=', datasetId).where('mapping_ref', 'in', [...urns])
+      .orderBy('name').execute();

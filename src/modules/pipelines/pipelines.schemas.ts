@@ -1,0 +1,69 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, NonEmpty, Nullable, Uuid } from '../../http/schemas.js';
+import { sharedListParameters } from '../../http/page.js';
+
+export const DatasetParams = Type.Object({ dataSetId: Uuid });
+export const PipelineParams = Type.Object({ dataSetId: Uuid, id: Uuid });
+
+/** What the runtime last reported about a pipeline (the specification's shape). */
+export const RuntimeStatus = Type.Object({
+  lastEventId: Uuid,
+  message: Type.String(),
+  occurredAt: DateTime,
+  sanitizedStacktrace: Type.Union([Type.String(), Type.Null()]),
+  source: Type.String({ examples: ['DEPLOYMENT'] }),
+  state: Type.String({ examples: ['OK'] }),
+}, { title: 'PipelineRuntimeStatus' });
+
+export const Pipeline = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  description: Type.String(),
+  dataSourceIds: Type.Array(Uuid),
+  mappingRef: Type.Union([Type.String(), Type.Null()], { description: 'a mapping URN (logical or versioned) of the same dataset' }),
+  namedApiSlug: Type.Union([Type.String(), Type.Null()], { description: 'the slug of the named API of the dataset the pipeline fills' }),
+  schedule: Type.Union([Type.String(), Type.Null()], { description: 'a five-field cron expression, or null' }),
+  runtimeStatus: Type.Union([RuntimeStatus, Type.Null()], { description: 'what the runtime last reported; null until the pipeline has run' }),
+  createdAt: DateTime,
+  modifiedAt: DateTime,
+}, { title: 'Pipeline' });
+export type Pipeline = Static<typeof Pipeline>;
+
+const fields = {
+  name: NonEmpty(),
+  description: Type.String({ maxLength: 4000 }),
+  dataSourceIds: Type.Array(Uuid, { uniqueItems: true, maxItems: 100, description: 'the data sources the pipeline reads; checked at stage and release' }),
+  mappingRef: Type.String({ minLength: 1, maxLength: 1000, description: 'urn:platform:mapping:{dataSetId}:{name}[:{version}]; whether it exists is checked at stage and release' }),
+  namedApiSlug: Type.String({ maxLength: 32, pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$', description: "one of the dataset's named APIs; checked at stage and release" }),
+  schedule: Type.String({ minLength: 1, maxLength: 255, description: 'cron: minute hour day-of-month month day-of-week' }),
+};
+
+/** Create and PUT: an explicit null for an optional field means "not given" (cleared on PUT). */
+export const PipelineInput = Type.Object({
+  name: fields.name,
+  description: Type.Optional(Nullable(fields.description)),
+  dataSourceIds: Type.Optional(Nullable(fields.dataSourceIds)),
+  mappingRef: Type.Optional(Nullable(fields.mappingRef)),
+  namedApiSlug: Type.Optional(Nullable(fields.namedApiSlug)),
+  schedule: Type.Optional(Nullable(fields.schedule)),
+}, { additionalProperties: false, title: 'PipelineInput' });
+export type PipelineInput = Static<typeof PipelineInput>;
+
+/** PATCH: only the given fields change; null clears them (all but name). */
+export const PipelinePatch = Type.Object({
+  name: Type.Optional(fields.name),
+  description: Type.Optional(Nullable(fields.description)),
+  dataSourceIds: Type.Optional(Nullable(fields.dataSourceIds)),
+  mappingRef: Type.Optional(Nullable(fields.mappingRef)),
+  namedApiSlug: Type.Optional(Nullable(fields.namedApiSlug)),
+  schedule: Type.Optional(Nullable(fields.schedule)),
+}, { additionalProperties: false, title: 'PipelinePatch' });
+export type PipelinePatch = Static<typeof PipelinePatch>;
+
+export const PipelineListQuery = Type.Object({
+  ...sharedListParameters,
+  name: Type.Optional(Type.String({ description: 'partial match' })),
+  description: Type.Optional(Type.String({ description: 'partial match' })),
+  q: Type.Optional(Type.String({ description: 'partial match in name or description' })),
+});
+export type PipelineListQuery = Static<typeof PipelineListQuery>;

@@ -1,0 +1,2 @@
+/** The styles module's public face. */
+export { styleRoutes } from './styles.routes.js';
