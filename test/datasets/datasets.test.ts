@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { SagaRunner } from '../../src/jobs/saga-runner.js';
+import { datasetSagas } from '../../src/modules/datasets/index.js';
 import {
   bearer, createDatapool, createGroup, createRole, expectFieldError, expectProblem, grant, permissionIds, seededRole, uniqueEmail,
   uniqueName,
@@ -216,6 +218,27 @@ for (const kind of databaseKinds()) {
           // Metadata may still change while the storage is being provisioned.
           assert.equal((await ok('PATCH', `/v1/datasets/${created.id}`, { description: 'meanwhile' })).description, 'meanwhile');
         });
+      });
+    });
+
+    describe('a saga that gives up', () => {
+      it('after its last retry a RELEASE whose step keeps failing leaves the dataset DRAFT with a visible sagaError', async () => {
+        const { id } = await newDataset();
+        await withoutWorker(async () => {
+          await ok('POST', `/v1/datasets/${id}/release`, undefined, 202);
+          // A contributed step (as the gateway's route publishing will be) that always fails.
+          const failing = { name: 'publish routes', run: async () => { throw new Error('gateway unreachable'); } };
+          const runner = new SagaRunner(t.ctx.db, datasetSagas({ RELEASE: [failing] }), { backoffMs: () => 0 });
+          for (let i = 0; i < 10; i++) await runner.runDue();
+        });
+        const dataset = await ok('GET', `/v1/datasets/${id}`);
+        assert.deepEqual([dataset.dataSetStatus, dataset.pendingSagaType, dataset.publicUrl], ['DRAFT', null, null]);
+        assert.equal(dataset.sagaError.sagaType, 'RELEASE');
+        assert.match(dataset.sagaError.message, /publish routes\): gateway unreachable/);
+        // Not stuck: the dataset can be released again (the error clears with the next saga).
+        const again = await ok('POST', `/v1/datasets/${id}/release`, undefined, 202);
+        assert.equal(again.sagaError, null);
+        assert.equal((await settled(id))!.dataSetStatus, 'AVAILABLE');
       });
     });
 
