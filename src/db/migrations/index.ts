@@ -5,6 +5,7 @@ import * as idempotencyLease from './0003_idempotency_lease.js';
 import * as jobs from './0004_jobs.js';
 import * as datasets from './0005_datasets.js';
 import * as datasetParts from './0006_dataset_parts.js';
+import * as dataSourcesAndStructures from './0007_data_sources_and_structures.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '0004_jobs': jobs,
   '0005_datasets': datasets,
   '0006_dataset_parts': datasetParts,
+  '0007_data_sources_and_structures': dataSourcesAndStructures,
 };
