@@ -18,6 +18,8 @@ import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
+import { dataSourceRoutes } from './modules/datasources/index.js';
+import { dataStructureRoutes } from './modules/datastructures/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -88,6 +90,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(userRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

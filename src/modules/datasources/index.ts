@@ -1,0 +1,3 @@
+/** The data sources module's public face. */
+export { dataSourceRoutes } from './datasources.routes.js';
+export type { SourcesContext } from './datasources.service.js';
