@@ -54,6 +54,19 @@ for (const kind of databaseKinds()) {
         assert.deepEqual([bare.description, bare.datapool], [null, null]);
       });
 
+      it('stays when its datapool is deleted, at tenant level; If-Match guards writes', async () => {
+        const pool = await createDatapool(t);
+        const structure = await newStructure({ datapoolId: pool.id });
+        const response = await call('DELETE', `/v1/datapools/${pool.id}`);
+        assert.equal(response.statusCode, 204, response.body);
+        assert.equal((await ok('GET', `/v1/datastructures/${structure.id}`)).datapool, null);
+        const stale = await t.app.inject({ method: 'PATCH', url: `/v1/datastructures/${structure.id}`, headers: { ...bearer(t.adminToken), 'if-match': '"stale"' }, payload: { name: 'x' } });
+        expectProblem(stale, 412, 'PRECONDITION_FAILED');
+        const current = await call('GET', `/v1/datastructures/${structure.id}`);
+        const fresh = await t.app.inject({ method: 'PATCH', url: `/v1/datastructures/${structure.id}`, headers: { ...bearer(t.adminToken), 'if-match': String(current.headers['etag']) }, payload: { name: 'fresh name' } });
+        assert.equal(fresh.statusCode, 200, fresh.body);
+      });
+
       it('refuses a missing name, an unknown datapool and unknown fields, naming them', async () => {
         expectFieldError(await call('POST', '/v1/datastructures', { description: 'x' }), 'name');
         expectFieldError(await call('POST', '/v1/datastructures', { name: 'x', datapoolId: crypto.randomUUID() }), 'datapoolId');

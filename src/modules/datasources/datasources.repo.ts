@@ -100,12 +100,17 @@ export async function insertSource(db: Database, id: string, v: SourceValues): P
   await setDatapools(db, id, v.datapoolIds);
 }
 
-export async function updateSourceRow(db: Database, id: string, v: SourceValues): Promise<void> {
+/**
+ * `scopeChanged` false leaves the datapool rows alone: rewriting them would wait on a datapool a
+ * concurrent delete holds while that delete waits on these rows (a deadlock). A changed scope has
+ * its datapools locked first (`lockExistingDatapools`), so that cannot happen either.
+ */
+export async function updateSourceRow(db: Database, id: string, v: SourceValues, scopeChanged: boolean): Promise<void> {
   await db.updateTable('data_sources').set({
     name: v.name, description: v.description, connector_type: v.connectorType, configuration: JSON.stringify(v.configuration),
     data_structure_version_id: v.dataStructureVersionId, datapool_scope_type: v.scopeType, modified_at: sql`now()`,
   }).where('id', '=', id).execute();
-  await setDatapools(db, id, v.datapoolIds);
+  if (scopeChanged) await setDatapools(db, id, v.datapoolIds);
 }
 
 export const setSourceStatus = (db: Database, id: string, status: ReleaseStatus) =>

@@ -171,7 +171,8 @@ export async function updateSource(
       : input.configuration === null ? {} : configured(connectorType, input.configuration, current.configuration, stored);
     const currentScope = { type: current.scopeType, datapoolIds: current.scopeType === 'SPECIFIC' ? current.datapoolIds : [] };
     const scope = input.datapoolScope !== undefined || replace ? scopeOf(input.datapoolScope) : currentScope;
-    if (!sameScope(scope, currentScope)) await authorizePlacement(trx, caller, ctx.tenantId, scope);
+    const scopeChanged = !sameScope(scope, currentScope);
+    if (scopeChanged) await authorizePlacement(trx, caller, ctx.tenantId, scope);
     const versionId = input.dataStructureVersionId !== undefined ? input.dataStructureVersionId : replace ? null : current.dataStructureVersionId;
     if (versionId && versionId !== current.dataStructureVersionId) await assertUsableVersion(trx, caller, versionId);
     await updateSourceRow(trx, id, {
@@ -182,7 +183,7 @@ export async function updateSource(
       dataStructureVersionId: versionId,
       scopeType: scope.type,
       datapoolIds: scope.datapoolIds,
-    });
+    }, scopeChanged);
     if (input.assignments) await replaceScopedAssignments(trx, caller, 'DATASOURCE', id, input.assignments);
     return representation(trx, id);
   });
@@ -199,7 +200,7 @@ export async function updateReleasedSource(ctx: SourcesContext, caller: Caller, 
       dataStructureVersionId: current.dataStructureVersionId,
       scopeType: current.scopeType,
       datapoolIds: current.datapoolIds,
-    });
+    }, false);
     return representation(trx, id);
   });
 }

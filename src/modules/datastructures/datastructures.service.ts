@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { Caller } from '../../access/caller.js';
 import { readableScope } from '../../access/check-access.js';
+import { scopeExists } from '../../access/scopes.js';
 import { notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
@@ -74,6 +75,9 @@ export async function updateStructure(
 ): Promise<DataStructure> {
   const replace = mode === 'replace';
   return ctx.db.transaction().execute(async (trx) => {
+    // The target datapool before the structure row: a datapool delete locks them in that order
+    // (the datapool, then the structures it clears), so neither can deadlock.
+    if (input.datapoolId) await scopeExists(trx, 'DATAPOOL', input.datapoolId);
     const { current } = await prepareWrite(trx, caller, id, 'DRAFT', 'changed', ifMatch);
     const datapoolId = input.datapoolId !== undefined ? input.datapoolId : replace ? null : current.datapool?.id ?? null;
     if (datapoolId !== (current.datapool?.id ?? null)) await authorizePlacement(trx, caller, ctx.tenantId, datapoolId);
