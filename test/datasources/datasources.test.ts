@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
-import { bearer, createDatapool, createGroup, createRole, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName } from '../helpers/factories.js';
+import {
+  bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName,
+} from '../helpers/factories.js';
 
 /** /v1/datasources: typed configuration, secrets, release rules, references, authorization, assignments. */
 
@@ -325,6 +327,28 @@ for (const kind of databaseKinds()) {
         const source = await newSource({ datapoolScope: { type: 'SPECIFIC', datapoolIds: [pool.id] }, assignments: [{ groupId: group.id, roleId: covered.id }] }, writer);
         expectProblem(await call('PATCH', `/v1/datasources/${source.id}`, { assignments: [{ groupId: group.id, roleId: beyond.id }] }, writer), 403, 'ACCESS_DENIED');
         assert.equal((await ok('GET', `/v1/datasources/${source.id}/assignments`)).length, 1);
+      });
+
+      it('escalation: adding a member to a group holding a data source grant is covered by a grant on a datapool the source lies in', async () => {
+        const [pool, other] = [await createDatapool(t), await createDatapool(t)];
+        const inPool = await newSource({ datapoolScope: { type: 'SPECIFIC', datapoolIds: [other.id, pool.id] } });
+        const outside = await newSource({ datapoolScope: { type: 'SPECIFIC', datapoolIds: [other.id] } });
+        // The caller: GROUP_READ/GROUP_WRITE tenant-wide, DATASOURCE_READ on `pool` only.
+        const email = uniqueEmail('groups');
+        const me = await createUser(t, { email });
+        const mine = await createGroup(t, { memberIds: [me.id] });
+        await createAssignment(t, { groupId: mine.id, roleId: (await createRole(t, { roleType: 'SYSTEM', permissionIds: await permissionIds(t, ['GROUP_READ', 'GROUP_WRITE']) })).id });
+        const reader = await createRole(t, { permissionIds: await permissionIds(t, ['DATASOURCE_READ']) });
+        await createAssignment(t, { groupId: mine.id, roleId: reader.id, scopeType: 'DATAPOOL', scopeId: pool.id });
+        const token = await t.tokenFor(email);
+        const newcomer = await createUser(t);
+        const covered = await createGroup(t);
+        await createAssignment(t, { groupId: covered.id, roleId: reader.id, scopeType: 'DATASOURCE', scopeId: inPool.id });
+        await ok('PATCH', `/v1/groups/${covered.id}`, { memberIds: [newcomer.id] }, 200, token);
+        const uncovered = await createGroup(t);
+        await createAssignment(t, { groupId: uncovered.id, roleId: reader.id, scopeType: 'DATASOURCE', scopeId: outside.id });
+        const refused = expectProblem(await call('PATCH', `/v1/groups/${uncovered.id}`, { memberIds: [newcomer.id] }, token), 403, 'ACCESS_DENIED');
+        assert.deepEqual(refused.missingPermissions, [{ permission: 'DATASOURCE_READ', scopeType: 'DATASOURCE', scopeId: outside.id }]);
       });
     });
   });
