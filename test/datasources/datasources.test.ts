@@ -240,7 +240,14 @@ for (const kind of databaseKinds()) {
         assert.equal((await ok('GET', `/v1/datasources/${source.id}`)).inUse, true);
         const problem = expectProblem(await call('DELETE', `/v1/datasources/${source.id}`), 409, 'RESOURCE_IN_USE');
         assert.match(problem.detail, /ingest/);
+        // 409 comes before the status rule: an AVAILABLE data source in use answers it too.
+        const { version } = await availableVersion();
+        await ok('PATCH', `/v1/datasources/${source.id}`, { dataStructureVersionId: version.id, configuration: { urls: ['tcp://b:1883'], topics: ['t'], qos: 0 } });
+        await ok('POST', `/v1/datasources/${source.id}/release`);
+        expectProblem(await call('DELETE', `/v1/datasources/${source.id}`), 409, 'RESOURCE_IN_USE');
         await t.ctx.db.deleteFrom('datasets').where('id', '=', datasetId).execute();
+        expectFieldError(await call('DELETE', `/v1/datasources/${source.id}`), 'dataSourceStatus');
+        await ok('POST', `/v1/datasources/${source.id}/unrelease`);
         await deleted(`/v1/datasources/${source.id}`);
       });
     });
