@@ -5,8 +5,7 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Assignment } from '../assignments/assignments.schemas.js';
-import { ReleasedMetaPatch } from '../datastructures/datastructures.schemas.js';
-import { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch } from './datasources.schemas.js';
+import { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch } from './datasources.schemas.js';
 import {
   changeSourceStatus, createSource, deleteSource, getSource, listSources, sourceAssignments, updateReleasedSource, updateSource, type SourcesContext,
 } from './datasources.service.js';
@@ -58,7 +57,7 @@ export const dataSourceRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesConte
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({
       method, url: '/datasources/:id/released/meta',
-      schema: { tags, summary: 'Update name and description of an AVAILABLE data source (merge semantics; PUT accepted)', params: IdParams, body: ReleasedMetaPatch, response: responses({ 200: DataSource }, WRITE_ERRORS) },
+      schema: { tags, summary: 'Update name and description of an AVAILABLE data source (merge semantics; PUT accepted)', params: IdParams, body: DataSourceReleasedMetaPatch, response: responses({ 200: DataSource }, WRITE_ERRORS) },
       handler: async (request, reply) => withEtag(reply, await updateReleasedSource(ctx, callerOf(request), request.params.id, request.body, request.headers['if-match'])),
     });
   }

@@ -83,3 +83,10 @@ export const DataSourceListQuery = Type.Object({
   datapoolScopeType: Type.Optional(ScopeTypeSchema),
 });
 export type DataSourceListQuery = Static<typeof DataSourceListQuery>;
+
+/** released/meta of an AVAILABLE data source: name and description, merge semantics. */
+export const DataSourceReleasedMetaPatch = Type.Object({
+  name: Type.Optional(fields.name),
+  description: Type.Optional(Nullable(Description)),
+}, { additionalProperties: false, title: 'DataSourceReleasedMetaPatch' });
+export type DataSourceReleasedMetaPatch = Static<typeof DataSourceReleasedMetaPatch>;

@@ -12,13 +12,12 @@ import { replaceScopedAssignments } from '../assignments/assignments.service.js'
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { pipelinesUsingDataSource } from '../pipelines/index.js';
 import { assertUsableVersion, versionSummaries } from '../datastructures/index.js';
-import type { ReleasedMetaPatch } from '../datastructures/datastructures.schemas.js';
 import { missingForRelease, readConfiguration, writeConfiguration } from './configuration.js';
 import {
   SOURCE_SORT_COLUMNS, deleteSourceRow, findSourcePage, insertSource, loadSourceRows, lockExistingDatapools, setSourceStatus, updateSourceRow,
   type DataSourceRow, type SourceValues,
 } from './datasources.repo.js';
-import type { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DatapoolScopeInput } from './datasources.schemas.js';
+import type { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, DatapoolScopeInput } from './datasources.schemas.js';
 
 export interface SourcesContext { db: Database; tenantId: string }
 
@@ -189,7 +188,7 @@ export async function updateSource(
   });
 }
 
-export async function updateReleasedSource(ctx: SourcesContext, caller: Caller, id: string, input: ReleasedMetaPatch, ifMatch: string | undefined): Promise<DataSource> {
+export async function updateReleasedSource(ctx: SourcesContext, caller: Caller, id: string, input: DataSourceReleasedMetaPatch, ifMatch: string | undefined): Promise<DataSource> {
   return ctx.db.transaction().execute(async (trx) => {
     const current = await prepareWrite(trx, caller, id, 'AVAILABLE', 'changed through released/meta (a DRAFT one takes PUT and PATCH)', ifMatch);
     await updateSourceRow(trx, id, {
