@@ -23,6 +23,8 @@ import { accessExplainRoutes } from './modules/access-explain/index.js';
 import { styleRoutes } from './modules/styles/index.js';
 import { mappingRoutes } from './modules/mappings/index.js';
 import { pipelineRoutes } from './modules/pipelines/index.js';
+import { dataSourceRoutes, existingDataSourceIds } from './modules/datasources/index.js';
+import { dataStructureRoutes } from './modules/datastructures/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -83,7 +85,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
   app.addHook('onReady', async () => ctx.sagas.start());
   app.addHook('onClose', async () => ctx.sagas.stop());
-  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick() };
+  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds };
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
@@ -99,6 +101,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(mappingRoutes, { datasets });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
   return app;

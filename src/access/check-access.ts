@@ -3,13 +3,22 @@ import type { Caller } from './caller.js';
 import type { PermissionName } from './catalogue.js';
 
 /**
- * A data object as authorization sees it: its own scope, and the datapool that contains it.
+ * A data object as authorization sees it: its own scope, and the datapools that contain it.
  * TENANT covers everything; a DATAPOOL covers itself and what it contains; any other scope
  * covers only itself (a dataset's styles, mappings and pipelines are checked as the dataset).
+ * A dataset or data structure lies in at most one datapool (`datapoolId`); a data source lies in
+ * every datapool its SPECIFIC scope names (`datapoolIds`), and a grant on any of them covers it.
  */
 export type ScopedObject =
   | { scopeType: 'TENANT' | 'DATAPOOL'; id: string }
-  | { scopeType: 'DATASET' | 'DATASOURCE' | 'DATASTRUCTURE'; id: string; datapoolId: string | null };
+  | { scopeType: 'DATASET' | 'DATASOURCE' | 'DATASTRUCTURE'; id: string; datapoolId?: string | null; datapoolIds?: readonly string[] };
+
+/** The datapools an object lies in (a datapool: itself). */
+function containingDatapools(object: ScopedObject): string[] {
+  if (object.scopeType === 'DATAPOOL') return [object.id];
+  if (!('datapoolId' in object) && !('datapoolIds' in object)) return [];
+  return [...(object.datapoolId ? [object.datapoolId] : []), ...(object.datapoolIds ?? [])];
+}
 
 function hasTenantPermission(caller: Caller, permission: PermissionName): boolean {
   return caller.grants.some((grant) => grant.permission === permission && grant.scopeType === 'TENANT');
@@ -21,13 +30,13 @@ export function requireTenantPermission(caller: Caller, permission: PermissionNa
 }
 
 export function hasPermissionOn(caller: Caller, permission: PermissionName, object: ScopedObject): boolean {
-  const datapoolId = object.scopeType === 'DATAPOOL' ? object.id : 'datapoolId' in object ? object.datapoolId : null;
+  const datapoolIds = containingDatapools(object);
   return caller.grants.some(
     (grant) =>
       grant.permission === permission &&
       (grant.scopeType === 'TENANT' ||
         (grant.scopeType === object.scopeType && grant.scopeId === object.id) ||
-        (grant.scopeType === 'DATAPOOL' && grant.scopeId === datapoolId)),
+        (grant.scopeType === 'DATAPOOL' && datapoolIds.includes(grant.scopeId))),
   );
 }
 

@@ -30,12 +30,32 @@ async function grantsOfUsers(db: Database, userIds: readonly string[]): Promise<
 const rowKey = (row: UserGrantRow) => `${row.user_id}|${row.permission}|${row.scope_type}|${row.scope_id}`;
 const grantOf = (row: UserGrantRow): PermissionGrant => ({ permission: row.permission, scopeType: row.scope_type, scopeId: row.scope_id, datapoolId: row.datapool_id });
 
-/** The datapool each dataset scope lies in: a grant on that datapool covers the dataset. */
-async function datapoolsOfScopes(trx: Database, scopes: readonly { scopeType: ScopeType; scopeId: string }[]): Promise<Map<string, string | null>> {
-  const datasetIds = [...new Set(scopes.filter((s) => s.scopeType === 'DATASET').map((s) => s.scopeId))];
-  if (datasetIds.length === 0) return new Map();
-  const rows = await trx.selectFrom('datasets').select(['id', 'datapool_id']).where('id', 'in', datasetIds).execute();
-  return new Map(rows.map((row) => [row.id, row.datapool_id]));
+/**
+ * The datapools each scope lies in: a grant on any of them covers it. A dataset or data structure
+ * lies in its datapool; a data source in every datapool its SPECIFIC scope names.
+ */
+async function datapoolsOfScopes(trx: Database, scopes: readonly { scopeType: ScopeType; scopeId: string }[]): Promise<Map<string, string[]>> {
+  const idsOf = (type: ScopeType) => [...new Set(scopes.filter((s) => s.scopeType === type).map((s) => s.scopeId))];
+  const [datasetIds, structureIds, sourceIds] = [idsOf('DATASET'), idsOf('DATASTRUCTURE'), idsOf('DATASOURCE')];
+  const [datasets, structures, sources] = await Promise.all([
+    datasetIds.length ? trx.selectFrom('datasets').select(['id', 'datapool_id']).where('id', 'in', datasetIds).execute() : [],
+    structureIds.length ? trx.selectFrom('data_structures').select(['id', 'datapool_id']).where('id', 'in', structureIds).execute() : [],
+    sourceIds.length
+      ? trx.selectFrom('data_source_datapools as p').innerJoin('data_sources as s', 's.id', 'p.data_source_id')
+        .select(['p.data_source_id as id', 'p.datapool_id']).where('s.datapool_scope_type', '=', 'SPECIFIC').where('p.data_source_id', 'in', sourceIds).execute()
+      : [],
+  ]);
+  const out = new Map<string, string[]>();
+  for (const row of [...datasets, ...structures, ...sources]) {
+    if (row.datapool_id) out.set(row.id, [...(out.get(row.id) ?? []), row.datapool_id]);
+  }
+  return out;
+}
+
+/** The grants of user rows with the datapools their scopes lie in (for the scopes of types the SQL above does not join). */
+async function grantsWithDatapools(trx: Database, rows: UserGrantRow[]): Promise<PermissionGrant[]> {
+  const datapools = await datapoolsOfScopes(trx, rows.filter((row) => row.datapool_id === null).map((row) => ({ scopeType: row.scope_type, scopeId: row.scope_id })));
+  return rows.map((row) => ({ ...grantOf(row), datapoolIds: datapools.get(row.scope_id) ?? [] }));
 }
 
 /**
@@ -47,14 +67,14 @@ export async function grantingNoMoreThanCallerHolds<T>(trx: Database, caller: Ca
   if (holdsEverything(caller) || userIds.length === 0) return change();
   const before = new Set((await grantsOfUsers(trx, userIds)).map(rowKey));
   const result = await change();
-  assertMayGrant(caller, (await grantsOfUsers(trx, userIds)).filter((row) => !before.has(rowKey(row))).map(grantOf));
+  assertMayGrant(caller, await grantsWithDatapools(trx, (await grantsOfUsers(trx, userIds)).filter((row) => !before.has(rowKey(row)))));
   return result;
 }
 
 /** Changing who a user is (email, externalId) hands everything they hold to another identity: the caller must hold it all. */
 export async function assertMayRebindUser(trx: Database, caller: Caller, userId: string): Promise<void> {
   if (holdsEverything(caller)) return;
-  assertMayGrant(caller, (await grantsOfUsers(trx, [userId])).map(grantOf));
+  assertMayGrant(caller, await grantsWithDatapools(trx, await grantsOfUsers(trx, [userId])));
 }
 
 /** Assignments about to be written: every permission of each one's role on its scope. */
@@ -66,7 +86,7 @@ export async function assertMayAssign(trx: Database, caller: Caller, assignments
   const datapools = await datapoolsOfScopes(trx, assignments);
   assertMayGrant(caller, assignments.flatMap((a) => permissions
     .filter((row) => row.role_id === a.roleId)
-    .map((row) => ({ permission: row.name as PermissionName, scopeType: a.scopeType, scopeId: a.scopeId, datapoolId: datapools.get(a.scopeId) ?? null }))));
+    .map((row) => ({ permission: row.name as PermissionName, scopeType: a.scopeType, scopeId: a.scopeId, datapoolIds: datapools.get(a.scopeId) ?? [] }))));
 }
 
 /** Permissions about to be added to a role: each of them on every scope the role is assigned on. */
@@ -78,7 +98,7 @@ export async function assertMayAddToRole(trx: Database, caller: Caller, roleId: 
   ]);
   const datapools = await datapoolsOfScopes(trx, scopes.map((s) => ({ scopeType: s.scope_type, scopeId: s.scope_id })));
   assertMayGrant(caller, scopes.flatMap((scope) => permissions.map((p) => ({
-    permission: p.name as PermissionName, scopeType: scope.scope_type, scopeId: scope.scope_id, datapoolId: datapools.get(scope.scope_id) ?? null,
+    permission: p.name as PermissionName, scopeType: scope.scope_type, scopeId: scope.scope_id, datapoolIds: datapools.get(scope.scope_id) ?? [],
   }))));
 }
 

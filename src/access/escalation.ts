@@ -4,8 +4,8 @@ import type { Caller } from './caller.js';
 import { PERMISSION_CATALOGUE, type PermissionName } from './catalogue.js';
 import { hasPermissionOn, type ScopedObject } from './check-access.js';
 
-/** One permission that a change would give someone on one scope (and the datapool that scope lies in, if any). */
-export interface PermissionGrant { permission: PermissionName; scopeType: ScopeType; scopeId: string; datapoolId?: string | null }
+/** One permission that a change would give someone on one scope (and the datapools that scope lies in, if any). */
+export interface PermissionGrant { permission: PermissionName; scopeType: ScopeType; scopeId: string; datapoolId?: string | null; datapoolIds?: readonly string[] }
 
 const keyOf = (grant: PermissionGrant) => `${grant.permission}|${grant.scopeType}|${grant.scopeId}`;
 
@@ -20,7 +20,7 @@ export function holdsEverything(caller: Caller): boolean {
 
 function scopedObjectOf(grant: PermissionGrant): ScopedObject {
   if (grant.scopeType === 'TENANT' || grant.scopeType === 'DATAPOOL') return { scopeType: grant.scopeType, id: grant.scopeId };
-  return { scopeType: grant.scopeType, id: grant.scopeId, datapoolId: grant.datapoolId ?? null };
+  return { scopeType: grant.scopeType, id: grant.scopeId, datapoolId: grant.datapoolId ?? null, datapoolIds: grant.datapoolIds ?? [] };
 }
 
 /**

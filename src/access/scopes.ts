@@ -7,19 +7,24 @@ import type { ScopeType } from '../db/schema.js';
  * to them. Existence checks and scope names go through this one table; a later module (datasets,
  * data sources, data structures) adds its table and column here and to the assignments check.
  */
-const SCOPE_OBJECTS: Partial<Record<ScopeType, { table: string; column: 'tenant_id' | 'datapool_id' | 'dataset_id' }>> = {
+type ScopeColumn = 'tenant_id' | 'datapool_id' | 'dataset_id' | 'datasource_id' | 'datastructure_id';
+
+const SCOPE_OBJECTS: Record<ScopeType, { table: string; column: ScopeColumn }> = {
   TENANT: { table: 'tenant', column: 'tenant_id' },
   DATAPOOL: { table: 'datapools', column: 'datapool_id' },
   DATASET: { table: 'datasets', column: 'dataset_id' },
+  DATASOURCE: { table: 'data_sources', column: 'datasource_id' },
+  DATASTRUCTURE: { table: 'data_structures', column: 'datastructure_id' },
 };
 
 /** The columns of an assignment row on that scope: `scope_id` plus the foreign key of its type. */
-export function scopeColumns(scopeType: ScopeType, scopeId: string): {
-  scope_type: ScopeType; scope_id: string; tenant_id: string | null; datapool_id: string | null; dataset_id: string | null;
-} {
+export function scopeColumns(scopeType: ScopeType, scopeId: string): { scope_type: ScopeType; scope_id: string } & Record<ScopeColumn, string | null> {
   const column = SCOPE_OBJECTS[scopeType]?.column;
-  if (!column) throw new Error(`no object can be a ${scopeType} scope yet`);
-  return { scope_type: scopeType, scope_id: scopeId, tenant_id: null, datapool_id: null, dataset_id: null, [column]: scopeId };
+  if (!column) throw new Error(`no object can be a ${scopeType} scope`);
+  return {
+    scope_type: scopeType, scope_id: scopeId,
+    tenant_id: null, datapool_id: null, dataset_id: null, datasource_id: null, datastructure_id: null, [column]: scopeId,
+  };
 }
 
 /** SQL for the display name of the scope of an assignment row aliased `alias`. */

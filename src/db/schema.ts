@@ -78,6 +78,8 @@ export interface AssignmentsTable {
   tenant_id: string | null;
   datapool_id: string | null;
   dataset_id: string | null;
+  datasource_id: string | null;
+  datastructure_id: string | null;
   created_at: Timestamp;
   modified_at: Timestamp;
 }
@@ -153,6 +155,52 @@ export interface PipelinesTable {
   modified_at: Timestamp;
 }
 
+export type ReleaseStatus = 'DRAFT' | 'AVAILABLE';
+export type ConnectorType = 'MQTT' | 'SQL' | 'HTTP';
+export type DatapoolScopeType = 'ALL' | 'NONE' | 'SPECIFIC';
+type Json<T> = ColumnType<T, string, string>;
+
+export interface DataStructuresTable {
+  id: string;
+  name: string;
+  description: string | null;
+  datapool_id: string | null;
+  created_from_data_source: Generated<boolean>;
+  status: Generated<ReleaseStatus>;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
+export interface DataStructureVersionsTable {
+  id: string;
+  data_structure_id: string;
+  version: string;
+  source: Generated<'OWN'>;
+  description: string | null;
+  model_name: string | null;
+  model: ColumnType<unknown, string | null, string | null>;
+  styles: Json<Record<string, unknown>>;
+  status: Generated<ReleaseStatus>;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
+export interface DataSourcesTable {
+  id: string;
+  name: string;
+  description: string | null;
+  connector_type: ConnectorType;
+  /** As stored: secrets in clear (they are masked on the way out), members of this connector only. */
+  configuration: Json<Record<string, unknown>>;
+  data_structure_version_id: string | null;
+  datapool_scope_type: DatapoolScopeType;
+  status: Generated<ReleaseStatus>;
+  created_at: Timestamp;
+  modified_at: Timestamp;
+}
+
+export interface DataSourceDatapoolsTable { data_source_id: string; datapool_id: string }
+
 export interface JobsTable {
   id: string;
   kind: string;
@@ -203,6 +251,10 @@ export interface DB {
   dataset_mappings: DatasetMappingsTable;
   pipelines: PipelinesTable;
   audit_events: AuditEventsTable;
+  data_structures: DataStructuresTable;
+  data_structure_versions: DataStructureVersionsTable;
+  data_sources: DataSourcesTable;
+  data_source_datapools: DataSourceDatapoolsTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

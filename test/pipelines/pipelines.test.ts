@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
-import { pipelineProblems, pipelinesUsingDataSource } from '../../src/modules/pipelines/index.js';
+import { pipelinesUsingDataSource } from '../../src/modules/pipelines/index.js';
 import { datasetParts, ows, sta, type Json } from '../styles/dataset-parts.fixture.js';
 
 /** /v1/datasets/{dataSetId}/pipelines: CRUD, field checks, the dataset's summary, stage and release validation, DRAFT-only writes, authorization. */
@@ -122,18 +122,14 @@ for (const kind of databaseKinds()) {
       assert.equal(third.name, 'Third');
     });
 
-    it('data sources count as existing exactly when the data sources module says so (the check datasets receive)', async () => {
+    it('stage checks each data source id against the real data sources: only the unknown one is a problem', async () => {
       const dataset = await newDataset();
       const mappingRef = await newMapping(dataset.id, 'm');
-      const [known, unknown] = [randomUUID(), randomUUID()];
-      await ok('POST', pipelinesOf(dataset.id), { name: 'p', mappingRef, namedApiSlug: 'maps', dataSourceIds: [known, unknown] });
-      const asked: string[][] = [];
-      const problems = await pipelineProblems(t.ctx.db, dataset.id, {
-        namedApiSlugs: ['maps'],
-        existingDataSourceIds: async (_db, ids) => { asked.push([...ids]); return new Set([known]); },
-      });
-      assert.deepEqual(asked, [[known, unknown]], 'one question for every pipeline at once');
-      assert.deepEqual(problems.map((p) => p.field), ['pipelines[0].dataSourceIds[1]']);
+      const source = await ok('POST', '/v1/datasources', { name: 'Weather stations', connectorType: 'MQTT' });
+      const unknown = randomUUID();
+      await ok('POST', pipelinesOf(dataset.id), { name: 'p', mappingRef, namedApiSlug: 'maps', dataSourceIds: [source.id, unknown] });
+      const staged = expectProblem(await call('POST', `/v1/datasets/${dataset.id}/stage`), 422, 'VALIDATION_FAILED');
+      assert.deepEqual(staged.fieldErrors.map((e: Json) => e.field), ['pipelines[0].dataSourceIds[1]']);
     });
 
     it('writes need a DRAFT dataset: 400 DATASET_NOT_EDITABLE after stage ("unstage") and after release ("unrelease")', async () => {

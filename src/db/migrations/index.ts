@@ -5,6 +5,7 @@ import * as idempotencyLease from './0003_idempotency_lease.js';
 import * as jobs from './0004_jobs.js';
 import * as datasets from './0005_datasets.js';
 import * as datasetParts from './0006_dataset_parts.js';
+import * as dataSourcesAndStructures from './0007_data_sources_and_structures.js';
 import * as auditEvents from './0008_audit_events.js';
 import * as searchIndexes from './0010_search_indexes.js';
 
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '0004_jobs': jobs,
   '0005_datasets': datasets,
   '0006_dataset_parts': datasetParts,
+  '0007_data_sources_and_structures': dataSourcesAndStructures,
   '0008_audit_events': auditEvents,
   '0010_search_indexes': searchIndexes,
 };

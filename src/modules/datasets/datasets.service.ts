@@ -33,10 +33,9 @@ export interface DatasetsContext {
   sagaEnqueued(): void;
   /**
    * Which of these data source ids exist: stage and release check the pipelines' references with
-   * it. The data sources module provides it (wired in app.ts); left out, none exists, so that a
-   * pipeline naming a data source never validates against nothing.
+   * it. The data sources module provides it (wired in app.ts: datasets do not read its tables).
    */
-  existingDataSourceIds?: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
+  existingDataSourceIds: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 /** What the audit log keeps of a dataset: its metadata, status and named APIs (not saga bookkeeping). */
@@ -200,7 +199,7 @@ async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purp
   }
   problems.push(...await pipelineProblems(trx, id, {
     namedApiSlugs: dataset.namedApis.map((api) => api.slug),
-    existingDataSourceIds: ctx.existingDataSourceIds ?? (async () => new Set<string>()),
+    existingDataSourceIds: ctx.existingDataSourceIds,
   }));
   if (problems.length > 0) {
     throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { status: 422, fieldErrors: problems });

@@ -1,0 +1,4 @@
+/** The data sources module's public face. */
+export { dataSourceRoutes } from './datasources.routes.js';
+export type { SourcesContext } from './datasources.service.js';
+export { existingDataSourceIds } from './datasources.repo.js';
