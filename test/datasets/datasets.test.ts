@@ -235,6 +235,11 @@ for (const kind of databaseKinds()) {
         assert.deepEqual([dataset.dataSetStatus, dataset.pendingSagaType, dataset.publicUrl], ['DRAFT', null, null]);
         assert.equal(dataset.sagaError.sagaType, 'RELEASE');
         assert.match(dataset.sagaError.message, /publish routes\): gateway unreachable/);
+        // The fall back to DRAFT is a lifecycle transition too, recorded in the name of whoever released.
+        const events = (await ok('GET', `/v1/audit-events?objectId=${id}&type=DATASET_UNRELEASED`)).content;
+        assert.equal(events.length, 1);
+        assert.deepEqual([events[0].before.dataSetStatus, events[0].after.dataSetStatus], ['AVAILABLE', 'DRAFT']);
+        assert.equal(events[0].actorId, (await ok('GET', '/v1/users/me')).id);
         // Not stuck: the dataset can be released again (the error clears with the next saga).
         const again = await ok('POST', `/v1/datasets/${id}/release`, undefined, 202);
         assert.equal(again.sagaError, null);

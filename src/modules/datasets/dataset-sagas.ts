@@ -3,7 +3,8 @@ import type { Database } from '../../db/client.js';
 import type { SagaType } from '../../db/schema.js';
 import type { Job, Saga, SagaStep } from '../../jobs/saga-runner.js';
 import { recordCascadingAssignmentDeletes } from '../assignments/assignments.service.js';
-import { SYSTEM_ACTOR, type Actor } from '../audit/index.js';
+import type { Actor } from '../audit/index.js';
+import { actorOfJob, datasetNow, recordDatasetEvent } from './dataset-audit.js';
 import { deleteDatasetRow, recordSagaError, setDatasetState } from './datasets.repo.js';
 
 /**
@@ -64,8 +65,7 @@ const deleteSaga = (extra: readonly SagaStep[]): Saga => ({
     {
       name: 'remove dataset',
       async run(trx, job: Job<Partial<Actor>>) {
-        const actor: Actor = { actorId: job.payload.actorId ?? SYSTEM_ACTOR.actorId, requestId: job.payload.requestId ?? SYSTEM_ACTOR.requestId };
-        await recordCascadingAssignmentDeletes(trx, actor, { column: 'scope_id', value: job.subjectId });
+        await recordCascadingAssignmentDeletes(trx, actorOfJob(job), { column: 'scope_id', value: job.subjectId });
         await deleteDatasetRow(trx, job.subjectId);
       },
     },
@@ -90,8 +90,13 @@ const transitionSaga = (sagaType: 'RELEASE' | 'UNRELEASE', extra: readonly SagaS
   ],
   async failed(trx, job, error) {
     if (!(await lockRow(trx, job.subjectId))) return;
-    // A release that could not publish everything is not a release: the dataset goes back to DRAFT.
-    if (sagaType === 'RELEASE') await setDatasetState(trx, job.subjectId, { status: 'DRAFT' });
+    // A release that could not publish everything is not a release: the dataset goes back to DRAFT,
+    // a transition the audit log records in the name of whoever asked for the release.
+    if (sagaType === 'RELEASE') {
+      const before = await datasetNow(trx, job.subjectId);
+      await setDatasetState(trx, job.subjectId, { status: 'DRAFT' });
+      await recordDatasetEvent(trx, actorOfJob(job), 'DATASET_UNRELEASED', job.subjectId, before, await datasetNow(trx, job.subjectId));
+    }
     await recordSagaError(trx, job.subjectId, { sagaType, message: error });
   },
 });

@@ -11,7 +11,8 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { enqueueSaga } from '../../jobs/saga-runner.js';
 import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
 import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
-import { recordEvent, type Actor, type AuditChange } from '../audit/index.js';
+import type { Actor } from '../audit/index.js';
+import { actorPayload, recordDatasetEvent } from './dataset-audit.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
@@ -38,15 +39,6 @@ export interface DatasetsContext {
   existingDataSourceIds: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
-/** What the audit log keeps of a dataset: its metadata, status and named APIs (not saga bookkeeping). */
-const auditStateOf = (dataset: Dataset) => ({
-  name: dataset.name, description: dataset.description, datapoolId: dataset.datapool?.id ?? null, openDataAccess: dataset.openDataAccess,
-  dataSetStatus: dataset.dataSetStatus, namedApis: dataset.namedApis,
-});
-
-/** A dataset event from `before` to `after` (null: it did not exist, or no longer does); none when nothing changed. */
-const recordDatasetEvent = (trx: Database, actor: Actor, type: AuditChange['type'], id: string, before: Dataset | null, after: Dataset | null) =>
-  recordEvent(trx, actor, { type, objectType: 'DATASET', objectId: id, before: before && auditStateOf(before), after: after && auditStateOf(after) });
 
 const STATUS_EVENTS = { stage: 'DATASET_STAGED', unstage: 'DATASET_UNSTAGED', release: 'DATASET_RELEASED', unrelease: 'DATASET_UNRELEASED' } as const;
 
@@ -121,7 +113,7 @@ export async function createDataset(ctx: DatasetsContext, caller: Caller, actor:
     await setNamedApis(trx, id, input.namedApis ?? []);
     await recordDatasetEvent(trx, actor, 'DATASET_CREATED', id, null, await representation(ctx, trx, id));
     if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASET', id, input.assignments);
-    await enqueueSaga(trx, SAGA_KINDS.CREATE, id);
+    await enqueueSaga(trx, SAGA_KINDS.CREATE, id, actorPayload(actor));
     return representation(ctx, trx, id);
   });
 }
@@ -214,7 +206,7 @@ export async function changeStatus(ctx: DatasetsContext, caller: Caller, actor: 
     const before = await representation(ctx, trx, id);
     if (step.validate) await validateFor(trx, ctx, id, step.validate);
     await setDatasetState(trx, id, { status: step.to as Dataset['dataSetStatus'], ...(step.saga ? { pendingSagaType: step.saga } : {}) });
-    if (step.saga) await enqueueSaga(trx, SAGA_KINDS[step.saga], id);
+    if (step.saga) await enqueueSaga(trx, SAGA_KINDS[step.saga], id, actorPayload(actor));
     const after = await representation(ctx, trx, id);
     await recordDatasetEvent(trx, actor, STATUS_EVENTS[operation], id, before, after);
     return after;
@@ -241,7 +233,7 @@ export async function deleteDataset(ctx: DatasetsContext, caller: Caller, actor:
     }
     await setDatasetState(trx, id, { pendingSagaType: 'DELETE' });
     // The saga removes the row (and its assignments) later: it records those removals in the requester's name.
-    await enqueueSaga(trx, SAGA_KINDS.DELETE, id, { actorId: actor.actorId, requestId: actor.requestId });
+    await enqueueSaga(trx, SAGA_KINDS.DELETE, id, actorPayload(actor));
   });
 }
 
