@@ -1,9 +1,9 @@
-import { sql, type SqlBool } from 'kysely';
+import { sql } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
 import type { DatasetStatus, SagaType } from '../../db/schema.js';
 import { userRefOf } from '../../db/user-ref.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withReadableScope, withSharedFilters } from '../../db/list-query.js';
 import { splitIds, type ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
@@ -51,15 +51,7 @@ export async function loadDatasets(db: Database, ids: readonly string[], dataApi
 /** One page of the datasets matching the filters among those the caller may read (filtered in SQL). */
 export async function findDatasetPage(db: Database, query: DatasetListQuery, request: ListRequest, readable: ReadableScope) {
   let qb = withSharedFilters(db.selectFrom('datasets as d'), 'd', query);
-  if (!readable.all) {
-    const { ids, datapoolIds } = readable;
-    qb = ids.length + datapoolIds.length === 0
-      ? qb.where(sql<SqlBool>`false`)
-      : qb.where((eb) => eb.or([
-        ...(ids.length > 0 ? [eb('d.id', 'in', ids)] : []),
-        ...(datapoolIds.length > 0 ? [eb('d.datapool_id', 'in', datapoolIds)] : []),
-      ]));
-  }
+  qb = withReadableScope(qb, 'd', readable, (eb, datapoolIds) => eb('d.datapool_id', 'in', datapoolIds));
   qb = withNameDescriptionFilters(qb, 'd', query);
   const datapoolIds = splitIds(query.datapoolIds);
   if (datapoolIds) qb = qb.where('d.datapool_id', 'in', datapoolIds);

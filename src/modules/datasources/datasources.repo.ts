@@ -1,7 +1,7 @@
-import { sql, type SqlBool } from 'kysely';
+import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { ConnectorType, DatapoolScopeType, ReleaseStatus } from '../../db/schema.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withReadableScope, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { DataSourceListQuery } from './datasources.schemas.js';
@@ -51,18 +51,9 @@ export async function loadSourceRows(db: Database, ids: readonly string[], lock 
 /** One page of the data sources matching the filters among those the caller may read (filtered in SQL). */
 export async function findSourcePage(db: Database, query: DataSourceListQuery, request: ListRequest, readable: ReadableScope) {
   let qb = withSharedFilters(db.selectFrom('data_sources as s'), 's', query);
-  if (!readable.all) {
-    const { ids, datapoolIds } = readable;
-    // A data source lies in the datapools its SPECIFIC scope names (the join table holds no others).
-    qb = ids.length + datapoolIds.length === 0
-      ? qb.where(sql<SqlBool>`false`)
-      : qb.where((eb) => eb.or([
-        ...(ids.length > 0 ? [eb('s.id', 'in', ids)] : []),
-        ...(datapoolIds.length > 0
-          ? [eb.exists(eb.selectFrom('data_source_datapools as p').select('p.datapool_id').whereRef('p.data_source_id', '=', 's.id').where('p.datapool_id', 'in', datapoolIds))]
-          : []),
-      ]));
-  }
+  // A data source lies in the datapools its SPECIFIC scope names (the join table holds no others).
+  qb = withReadableScope(qb, 's', readable, (eb, datapoolIds) => eb.exists(eb.selectFrom('data_source_datapools as p').select('p.datapool_id')
+    .whereRef('p.data_source_id', '=', 's.id').where('p.datapool_id', 'in', datapoolIds)));
   qb = withNameDescriptionFilters(qb, 's', query);
   if (query.dataSourceStatus) qb = qb.where('s.status', '=', query.dataSourceStatus);
   if (query.connectorType) qb = qb.where('s.connector_type', '=', query.connectorType);

@@ -1,8 +1,8 @@
-import { sql, type SqlBool } from 'kysely';
+import { sql } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
 import type { ReleaseStatus } from '../../db/schema.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withReadableScope, withSharedFilters } from '../../db/list-query.js';
 import type { ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
@@ -47,15 +47,7 @@ export async function loadStructures(db: Database, ids: readonly string[]): Prom
 /** One page of the structures matching the filters among those the caller may read (filtered in SQL). */
 export async function findStructurePage(db: Database, query: DataStructureListQuery, request: ListRequest, readable: ReadableScope) {
   let qb = withSharedFilters(db.selectFrom('data_structures as s'), 's', query);
-  if (!readable.all) {
-    const { ids, datapoolIds } = readable;
-    qb = ids.length + datapoolIds.length === 0
-      ? qb.where(sql<SqlBool>`false`)
-      : qb.where((eb) => eb.or([
-        ...(ids.length > 0 ? [eb('s.id', 'in', ids)] : []),
-        ...(datapoolIds.length > 0 ? [eb('s.datapool_id', 'in', datapoolIds)] : []),
-      ]));
-  }
+  qb = withReadableScope(qb, 's', readable, (eb, datapoolIds) => eb('s.datapool_id', 'in', datapoolIds));
   qb = withNameDescriptionFilters(qb, 's', query);
   if (query.dataStructureStatus) qb = qb.where('s.status', '=', query.dataStructureStatus);
   return fetchPageIds(qb, 's', request, STRUCTURE_SORT_COLUMNS);
