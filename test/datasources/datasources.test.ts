@@ -3,14 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { requestsOf } from '../helpers/requests.js';
 import {
-  bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName,
+  createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName,
 } from '../helpers/factories.js';
 
 /** /v1/datasources: typed configuration, secrets, release rules, references, authorization, assignments. */
 
 type Json = Record<string, any>;
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 const MASK = '********';
 
 const DEFAULTS: Record<string, Json> = {
@@ -28,17 +28,7 @@ for (const kind of databaseKinds()) {
     before(async () => { t = await buildTestApp(kind); });
     after(() => t.close());
 
-    const call = (method: Method, url: string, payload?: unknown, token = t.adminToken) =>
-      t.app.inject({ method, url, headers: bearer(token), ...(payload === undefined ? {} : { payload: payload as Json }) });
-    const ok = async (method: Method, url: string, payload?: unknown, status?: number, token = t.adminToken) => {
-      const response = await call(method, url, payload, token);
-      assert.equal(response.statusCode, status ?? (method === 'POST' && !/release$/.test(url) ? 201 : 200), response.body);
-      return response.json();
-    };
-    const deleted = async (url: string) => {
-      const response = await call('DELETE', url);
-      assert.equal(response.statusCode, 204, response.body);
-    };
+    const { call, ok, deleted } = requestsOf(() => t);
     const newSource = (fields: Json = {}, token = t.adminToken) => ok('POST', '/v1/datasources', { name: uniqueName('Source'), connectorType: 'MQTT', ...fields }, 201, token);
     const stored = async (id: string) =>
       (await t.ctx.db.selectFrom('data_sources').select('configuration').where('id', '=', id).executeTakeFirstOrThrow()).configuration as Json;

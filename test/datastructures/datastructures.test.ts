@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { requestsOf } from '../helpers/requests.js';
 import { bearer, createDatapool, createGroup, createRole, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName } from '../helpers/factories.js';
 
 /** /v1/datastructures and their versions: fields, model validation, release rules, authorization, assignments. */
 
 type Json = Record<string, any>;
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 const MODEL = { type: 'object', properties: { temperature: { type: 'number' } }, required: ['temperature'] };
 
 for (const kind of databaseKinds()) {
@@ -15,17 +15,7 @@ for (const kind of databaseKinds()) {
     before(async () => { t = await buildTestApp(kind); });
     after(() => t.close());
 
-    const call = (method: Method, url: string, payload?: unknown, token = t.adminToken) =>
-      t.app.inject({ method, url, headers: bearer(token), ...(payload === undefined ? {} : { payload: payload as Json }) });
-    const ok = async (method: Method, url: string, payload?: unknown, status?: number, token = t.adminToken) => {
-      const response = await call(method, url, payload, token);
-      assert.equal(response.statusCode, status ?? (method === 'POST' && !/release$/.test(url) ? 201 : 200), response.body);
-      return response.json();
-    };
-    const deleted = async (url: string) => {
-      const response = await call('DELETE', url);
-      assert.equal(response.statusCode, 204, response.body);
-    };
+    const { call, ok, deleted } = requestsOf(() => t);
     const newStructure = (fields: Json = {}) => ok('POST', '/v1/datastructures', { name: uniqueName('Structure'), ...fields });
     const newVersion = (structureId: string, fields: Json = {}) =>
       ok('POST', `/v1/datastructures/${structureId}/versions`, { dataStructureVersionSource: 'OWN', model: MODEL, ...fields });

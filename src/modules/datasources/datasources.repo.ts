@@ -68,15 +68,8 @@ export async function findSourcePage(db: Database, query: DataSourceListQuery, r
   return fetchPageIds(qb, 's', request, SOURCE_SORT_COLUMNS);
 }
 
-export interface SourceValues {
-  name: string;
-  description: string | null;
-  connectorType: ConnectorType;
-  configuration: Record<string, unknown>;
-  dataStructureVersionId: string | null;
-  scopeType: DatapoolScopeType;
-  datapoolIds: string[];
-}
+/** What a write sets: the row without its id, status and timestamps. */
+export type SourceValues = Omit<DataSourceRow, 'id' | 'status' | 'createdAt' | 'modifiedAt'>;
 
 async function setDatapools(db: Database, id: string, datapoolIds: readonly string[]): Promise<void> {
   await db.deleteFrom('data_source_datapools').where('data_source_id', '=', id).execute();
