@@ -16,6 +16,8 @@ const EnvSchema = Type.Object({
   BASE_URL: Type.Optional(HttpUrl),
   DATA_PORT: Type.Optional(Port),
   DATA_API_URL: Type.Optional(HttpUrl),
+  // A port or `off`; checked below, where the message can say both.
+  MQTT_PORT: Type.String({ default: '1884' }),
   IDP_PORT: Type.Optional(Port),
   IDP_URL: Type.Optional(HttpUrl),
   DEV_IDP: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
@@ -43,6 +45,8 @@ export interface Config {
   host: string;
   api: { port: number; baseUrl: string };
   dataApi: { port: number; baseUrl: string; corsOrigins: string[] };
+  /** The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays). */
+  mqtt: { port: number | null };
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
@@ -84,6 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const idpPort = e.IDP_PORT ?? 8090;
   const idpUrl = withoutTrailingSlash(e.IDP_URL ?? `http://localhost:${idpPort}`);
   const production = e.NODE_ENV === 'production';
+  const mqttPort = parseMqttPort(e.MQTT_PORT);
   return {
     production,
     host: e.HOST,
@@ -93,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       baseUrl: withoutTrailingSlash(e.DATA_API_URL ?? `http://localhost:${dataPort}`),
       corsOrigins: listOf(e.CORS_ORIGINS),
     },
+    mqtt: { port: mqttPort },
     idp: {
       enabled: !production && e.DEV_IDP === 'on',
       port: idpPort,
@@ -105,4 +111,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+function parseMqttPort(value: string): number | null {
+  const text = value.trim().toLowerCase();
+  if (text === 'off') return null;
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) {
+    throw new ConfigError(`Invalid configuration: MQTT_PORT must be a port number (0-65535) or off (got ${JSON.stringify(value)})`);
+  }
+  return Number(text);
 }

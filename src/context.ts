@@ -4,6 +4,7 @@ import type { Tenant } from './db/bootstrap.js';
 import type { TokenVerifier } from './http/token-verifier.js';
 import type { SagaRunner } from './jobs/saga-runner.js';
 import type { StaServer } from './sta/types.js';
+import type { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -17,4 +18,6 @@ export interface AppContext {
   sagas: SagaRunner;
   /** Our SensorThings server, shared by the gateway (requests) and the RELEASE saga (provisioning). */
   sta: StaServer;
+  /** Committed SensorThings writes of every process, for the MQTT subscribers of the gateway. */
+  staChanges: StaChangeFeed;
 }

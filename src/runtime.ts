@@ -12,6 +12,7 @@ import { SagaRunner } from './jobs/saga-runner.js';
 import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
 import { createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
+import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -31,9 +32,11 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
-    const sta = createStaServer({ db });
+    const staChanges = new StaChangeFeed(db, where.url, log);
+    const staDeps = { db, onChange: (change: Parameters<StaChangeFeed['announce']>[0]) => staChanges.announce(change) };
+    const sta = createStaServer(staDeps);
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps(sta, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta };
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, staChanges };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -10,6 +10,7 @@ import { decidePayloadAccess, type PayloadOperation } from './payload-access.js'
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
 import type { StaServer } from '../sta/types.js';
+import { installMqtt } from './mqtt/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -20,6 +21,8 @@ export interface DataApiOptions {
   logger?: FastifyServerOptions['loggerInstance'];
   /** How often the route table polls for changes (tests shorten it). */
   routePollMs?: number;
+  /** The SensorThings MQTT broker's TCP port (MQTT_PORT); absent or null: MQTT over WebSocket only. */
+  mqttPort?: number | null;
 }
 
 /**
@@ -46,6 +49,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   const routes = new RouteTable(ctx.db, { listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log });
   app.addHook('onReady', () => routes.start());
   app.addHook('onClose', () => routes.stop());
+  installMqtt(app, ctx, routes, { port: options.mqttPort ?? null, host: ctx.config.host });
 
   const serve = (request: FastifyRequest, reply: FastifyReply) => servePayload(request, reply, routes, ctx);
   for (const url of ['/v1/datasets/:id/:slug', '/v1/datasets/:id/:slug/*']) {

@@ -43,6 +43,11 @@ export class RouteTable {
     return this.routes.get(key(datasetId, slug));
   }
 
+  /** Every published route over a storage schema (a dataset's named APIs), for change notifications. */
+  routesOfSchema(schema: string): PayloadRoute[] {
+    return [...this.routes.values()].filter((route) => route.storageSchema === schema);
+  }
+
   async start(): Promise<void> {
     await this.reload();
     const pollMs = this.options.pollMs ?? 500;

@@ -106,7 +106,7 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
  * cannot hold U+0000: a claim carrying it is treated as absent, so the caller is authenticated
  * without permissions rather than every request failing with a 500.
  */
-function identityOf(token: VerifiedToken) {
+export function identityOf(token: VerifiedToken) {
   const usableSubject = storable(token.subject);
   return {
     // The subject scopes idempotency keys, so it must stay distinct per token subject: an unusable

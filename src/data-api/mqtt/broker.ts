@@ -1,0 +1,122 @@
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import type { Duplex } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import type { AppContext } from '../../context.js';
+import type { RouteTable } from '../route-table.js';
+import { MqttAccess, type MqttSession } from './mqtt-access.js';
+import { ChangeNotifier } from './notifier.js';
+import { createFromPublish } from './publish-create.js';
+import { SubscriptionIndex } from './subscriptions.js';
+import { parseTopic, routeTopicPrefix } from './topics.js';
+
+export interface BrokerLog {
+  debug(details: object, message: string): void;
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+/** The SensorThings MQTT broker of one gateway process; connections come from TCP or WebSocket. */
+export interface StaBroker {
+  handle(stream: Duplex, request?: IncomingMessage): void;
+  close(): Promise<void>;
+}
+
+/** CONNACK return codes of MQTT 3.1.1 (§3.2.2.3). */
+const SERVER_UNAVAILABLE = 3;
+const NOT_AUTHORIZED = 5;
+
+const refusal = (returnCode: number, message: string) => Object.assign(new Error(message), { returnCode }) as AuthenticateError;
+
+/**
+ * An aedes broker whose every decision is the gateway's: CONNECT verifies the token, SUBSCRIBE is a
+ * payload read of the topic's route, PUBLISH a payload write that creates the entity. Messages of
+ * clients are never forwarded as they came; subscribers only receive what the change feed reports
+ * (the entity as stored, in the server's own serialization). Aedes 1.2 speaks MQTT 3.1 and 3.1.1;
+ * an MQTT 5 CONNECT is answered "unacceptable protocol version".
+ */
+export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
+  const access = new MqttAccess({ db: ctx.db, verifier: ctx.verifier, routes });
+  const sessions = new WeakMap<Client, MqttSession>();
+  const subscriptions = new SubscriptionIndex((topic) => {
+    const parsed = parseTopic(topic);
+    return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
+  });
+  const dataApiUrl = ctx.config.dataApi.baseUrl;
+
+  const broker = new Aedes({
+    authenticate(client, _username, password, done) {
+      access.connect(password).then((session) => {
+        if (!session) return done(refusal(NOT_AUTHORIZED, 'the access token does not verify'), false);
+        sessions.set(client, session);
+        done(null, true);
+      }, (error: Error) => {
+        log.error({ err: { message: error.message } }, 'MQTT CONNECT: could not load the caller');
+        done(refusal(SERVER_UNAVAILABLE, 'server unavailable'), false);
+      });
+    },
+
+    authorizeSubscribe(client, subscription, done) {
+      const topic = parseTopic(subscription.topic);
+      const session = sessions.get(client);
+      // Wildcards and topics that name no resource get the failure code (0x80) in the SUBACK.
+      if (!topic || !session) return done(null, null);
+      access.decide(session, topic.datasetId, topic.slug, 'read').then((decision) => {
+        done(null, decision.outcome === 'allow' && decision.route?.standard === 'STA' ? subscription : null);
+      }, (error: Error) => {
+        log.error({ err: { message: error.message } }, 'MQTT SUBSCRIBE: could not authorize');
+        done(null, null);
+      });
+    },
+
+    authorizePublish(client, packet, done) {
+      const topic = parseTopic(packet.topic);
+      const session = client && sessions.get(client);
+      // Refused: an error makes aedes close the connection (MQTT 3.1.1 has no negative PUBACK).
+      if (!topic || !session) return done(new Error('not a SensorThings collection topic'));
+      access.decide(session, topic.datasetId, topic.slug, 'write').then(async (decision) => {
+        if (decision.outcome !== 'allow' || decision.route?.standard !== 'STA') {
+          log.info({ topic: packet.topic, outcome: decision.outcome }, 'MQTT publish refused; closing the connection');
+          return done(new Error('not authorized to write'));
+        }
+        await createFromPublish(ctx.sta, dataApiUrl, decision.route, topic, packet.payload as Buffer, decision.rights, log);
+        // Never kept for later subscribers: what they get is the stored entity, not this message.
+        packet.retain = false;
+        done(null);
+      }).catch((error: Error) => {
+        log.error({ err: { message: error.message } }, 'MQTT PUBLISH: could not authorize');
+        done(error);
+      });
+    },
+
+    // Packets a client published carry its id; only the broker's own notifications go out.
+    authorizeForward: (_client, packet) => ((packet as { clientId?: string }).clientId === undefined ? packet : null),
+  });
+  await broker.listen();
+
+  broker.on('subscribe', (granted, client) => {
+    for (const subscription of granted) if ((subscription.qos as number) !== 128) subscriptions.add(client.id, subscription.topic);
+  });
+  broker.on('unsubscribe', (topics, client) => {
+    for (const topic of topics) subscriptions.remove(client.id, topic);
+  });
+  broker.on('clientDisconnect', (client) => {
+    // A persistent session keeps its subscriptions (aedes queues for it) until it unsubscribes.
+    if (client.clean) subscriptions.removeClient(client.id);
+  });
+  broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
+
+  const notifier = new ChangeNotifier({
+    sta: ctx.sta, routes, subscriptions, dataApiUrl, log,
+    publish: (topic, message) => broker.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 0, retain: false, dup: false }, () => {}),
+  });
+  const stopFeed = ctx.staChanges.subscribe(notifier.onChanges);
+
+  return {
+    handle: (stream, request) => void broker.handle(stream, request),
+    close: async () => {
+      await stopFeed();
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+    },
+  };
+}

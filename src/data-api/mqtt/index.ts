@@ -1,0 +1,84 @@
+import { createServer, type Server } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
+import type { AppContext } from '../../context.js';
+import type { RouteTable } from '../route-table.js';
+import { createStaBroker, type StaBroker } from './broker.js';
+
+/** The path of MQTT over WebSocket on the data API listener. */
+export const MQTT_WEBSOCKET_PATH = '/mqtt';
+
+export interface MqttListenOptions {
+  /** The TCP port of the broker (MQTT_PORT); null opens none (tests, MQTT_PORT=off). */
+  port: number | null;
+  host: string;
+}
+
+/**
+ * SensorThings over MQTT in the data API process: the broker starts with the gateway (it needs the
+ * route table) and stops before the gateway closes, so that its WebSocket and TCP connections do
+ * not hold the HTTP server's close open. MQTT over WebSocket rides the gateway's own HTTP listener
+ * at `/mqtt`, so it needs no port of its own and passes the same load balancer as the HTTP API.
+ */
+export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: RouteTable, options: MqttListenOptions): void {
+  let broker: StaBroker | null = null;
+  let tcp: Server | null = null;
+  const sockets = new WebSocketServer({ noServer: true });
+
+  app.server.on('upgrade', (request, socket, head) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (path !== MQTT_WEBSOCKET_PATH || !broker) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    const ready = broker;
+    sockets.handleUpgrade(request, socket, head, (ws) => ready.handle(gracefulStream(ws), request));
+  });
+
+  app.addHook('onReady', async () => {
+    broker = await createStaBroker(ctx, routes, app.log);
+    if (options.port === null) return;
+    const server = createServer((socket) => broker?.handle(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port!, options.host, () => resolve());
+    });
+    tcp = server;
+    app.log.info({ port: options.port }, 'SensorThings MQTT broker listening');
+  });
+
+  app.addHook('preClose', async () => {
+    const closingTcp = tcp && new Promise<void>((resolve) => tcp!.close(() => resolve()));
+    await broker?.close();
+    for (const client of sockets.clients) client.terminate();
+    await closingTcp;
+    broker = null;
+    tcp = null;
+  });
+}
+
+/** How long a closing WebSocket may take to answer the close handshake before it is cut. */
+const CLOSE_HANDSHAKE_MS = 2_000;
+
+/**
+ * The WebSocket as a stream for aedes, with two changes to ws' stream:
+ * - Aedes destroys its stream right after a refusing CONNACK, and ws would cut the TCP connection
+ *   at once (close code 1006), racing the CONNACK; a close handshake first flushes it and closes
+ *   cleanly (1000).
+ * - mqtt-packet writes a packet in pieces inside cork/uncork; gathering the corked pieces makes one
+ *   WebSocket frame per packet instead of one per piece (a CONNACK was four frames).
+ */
+function gracefulStream(ws: WebSocket): Duplex {
+  const stream = createWebSocketStream(ws);
+  stream._writev = (chunks, callback) => ws.send(Buffer.concat(chunks.map(({ chunk }) => chunk as Buffer)), callback);
+  const destroy = stream.destroy.bind(stream);
+  stream.destroy = (error?: Error) => {
+    if (ws.readyState !== ws.OPEN) return destroy(error);
+    ws.once('close', () => destroy(error));
+    ws.close(1000);
+    setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
+    return stream;
+  };
+  return stream;
+}

@@ -1,0 +1,50 @@
+import type { StaServer } from '../../sta/types.js';
+import type { PayloadRoute } from '../route-table.js';
+import type { StaTopic } from './topics.js';
+
+export interface PublishLog {
+  info(details: object, message: string): void;
+  debug(details: object, message: string): void;
+}
+
+/**
+ * A PUBLISH the caller may write (OGC 18-088 §14.3): the JSON message is created in the collection
+ * the topic names, exactly as an HTTP POST to that path would (`…/Datastreams(7)/Observations`
+ * links the new Observation to Datastream 7). MQTT 3.1.1 has no channel to answer an error on, so
+ * a message that is not JSON, a topic that is not a collection, or an entity the server refuses is
+ * logged and dropped; the connection stays open.
+ */
+export async function createFromPublish(
+  sta: StaServer,
+  dataApiUrl: string,
+  route: PayloadRoute,
+  topic: StaTopic,
+  payload: Buffer,
+  rights: { read: boolean; write: boolean },
+  log: PublishLog,
+): Promise<void> {
+  const where = { datasetId: route.datasetId, slug: route.slug, path: topic.path };
+  if (topic.kind !== 'collection') return log.info(where, 'MQTT publish dropped: only an entity set or a navigation collection takes new entities');
+  let body: unknown;
+  try {
+    body = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return log.info(where, 'MQTT publish dropped: the message is not JSON');
+  }
+  try {
+    const answer = await sta.handle({
+      method: 'POST',
+      path: topic.path,
+      query: '',
+      body,
+      // Nobody reads the answer (subscribers learn of the entity through the change feed): skip the re-read.
+      preferMinimal: true,
+      baseUrl: `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`,
+      schema: route.storageSchema,
+      rights,
+    });
+    log.debug({ ...where, location: answer.headers?.['location'] }, 'MQTT publish created an entity');
+  } catch (error) {
+    log.info({ ...where, err: { message: (error as Error).message } }, 'MQTT publish dropped: the SensorThings server refused the entity');
+  }
+}

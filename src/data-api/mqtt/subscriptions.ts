@@ -1,0 +1,50 @@
+/**
+ * Which exact topics this broker's clients subscribe to. Wildcards are refused, so a notification
+ * is wanted exactly when its topic is in here; the notifier asks before it spends a query on a
+ * change, so a bulk insert into a dataset nobody follows on this process costs a map lookup each.
+ */
+export class SubscriptionIndex {
+  private readonly topicCounts = new Map<string, number>();
+  private readonly prefixCounts = new Map<string, number>();
+  private readonly byClient = new Map<string, Set<string>>();
+
+  constructor(private readonly prefixOf: (topic: string) => string | null) {}
+
+  add(clientId: string, topic: string): void {
+    let topics = this.byClient.get(clientId);
+    if (!topics) this.byClient.set(clientId, topics = new Set());
+    if (topics.has(topic)) return;
+    topics.add(topic);
+    bump(this.topicCounts, topic, 1);
+    const prefix = this.prefixOf(topic);
+    if (prefix) bump(this.prefixCounts, prefix, 1);
+  }
+
+  remove(clientId: string, topic: string): void {
+    const topics = this.byClient.get(clientId);
+    if (!topics?.delete(topic)) return;
+    if (topics.size === 0) this.byClient.delete(clientId);
+    bump(this.topicCounts, topic, -1);
+    const prefix = this.prefixOf(topic);
+    if (prefix) bump(this.prefixCounts, prefix, -1);
+  }
+
+  removeClient(clientId: string): void {
+    for (const topic of [...(this.byClient.get(clientId) ?? [])]) this.remove(clientId, topic);
+  }
+
+  has(topic: string): boolean {
+    return this.topicCounts.has(topic);
+  }
+
+  /** Whether any topic of a route (by its prefix) has a subscriber here. */
+  hasUnder(prefix: string): boolean {
+    return this.prefixCounts.has(prefix);
+  }
+}
+
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next <= 0) counts.delete(key);
+  else counts.set(key, next);
+}

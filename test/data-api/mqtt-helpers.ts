@@ -1,0 +1,67 @@
+import mqtt, { type MqttClient } from 'mqtt';
+import type { FastifyInstance } from 'fastify';
+import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
+import { freePort } from '../faults/harness.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+/** A gateway of the test's context with the MQTT broker on a free TCP port (t.dataApi() opens none). */
+export async function mqttGateway(t: TestApp): Promise<{ app: FastifyInstance; mqttUrl: string }> {
+  const port = await freePort();
+  const app = await buildDataApiApp(t.ctx, { routePollMs: 50, mqttPort: port });
+  await app.ready();
+  return { app, mqttUrl: `mqtt://127.0.0.1:${port}` };
+}
+
+/** Connects as MQTT 3.1.1; the token is the password (the username is ignored), none is anonymous. */
+export function connect(url: string, token?: string): Promise<MqttClient> {
+  return mqtt.connectAsync(url, {
+    protocolVersion: 4,
+    reconnectPeriod: 0,
+    connectTimeout: 5_000,
+    ...(token === undefined ? {} : { username: 'ignored', password: token }),
+  });
+}
+
+/** The QoS granted for one topic (128: refused). */
+export async function subscribeOne(client: MqttClient, topic: string): Promise<number> {
+  try {
+    const granted = await client.subscribeAsync(topic, { qos: 0 });
+    return granted[0]!.qos;
+  } catch (error) {
+    // mqtt.js turns a SUBACK failure code into an error that carries the packet.
+    const code = (error as { packet?: { granted?: number[] } }).packet?.granted?.[0];
+    if (code === undefined) throw error;
+    return code;
+  }
+}
+
+/** The next message on a topic, parsed as JSON; fails after `ms`. */
+export function nextMessage(client: MqttClient, topic: string, ms = 5_000): Promise<Record<string, any>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off('message', onMessage);
+      reject(new Error(`no message on ${topic} within ${ms} ms`));
+    }, ms);
+    const onMessage = (received: string, payload: Buffer) => {
+      if (received !== topic) return;
+      clearTimeout(timer);
+      client.off('message', onMessage);
+      resolve(JSON.parse(payload.toString('utf8')));
+    };
+    client.on('message', onMessage);
+  });
+}
+
+/** Resolves once the broker has closed the client's connection; fails after `ms`. */
+export function closedByBroker(client: MqttClient, ms = 5_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (!client.connected) return resolve();
+    const timer = setTimeout(() => reject(new Error(`the connection stayed open for ${ms} ms`)), ms);
+    client.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export const topicOf = (datasetId: string, slug: string, path: string) => `v1/datasets/${datasetId}/${slug}${path}`;
