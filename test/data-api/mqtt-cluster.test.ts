@@ -1,0 +1,57 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { MqttClient } from 'mqtt';
+import { buildTestApp, REALM, type TestApp } from '../helpers/test-app.js';
+import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+import { freePort, request, serverPorts, startServer, type ChildServer } from '../faults/harness.js';
+import { connect, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { createSensorChain, feature, staServerMissing } from './mqtt-fixtures.js';
+
+// Two gateway processes on one PostgreSQL: a write through one reaches the MQTT subscribers of the
+// other (NOTIFY sta_changes, LISTENed by every gateway).
+describe('MQTT notifications across processes (postgres)', { skip: (!process.env['TEST_DATABASE_URL'] && 'needs TEST_DATABASE_URL') || staServerMissing }, () => {
+  let t: TestApp;
+  let other: ChildServer;
+  let otherMqtt: string;
+  let subscriber: MqttClient | null = null;
+  let dataset: PublishedDataset;
+
+  before(async () => {
+    t = await buildTestApp('postgres');
+    dataset = await publishStaDataset(t, { slug: 'cluster' });
+    const ports = await serverPorts();
+    const mqttPort = await freePort();
+    otherMqtt = `mqtt://127.0.0.1:${mqttPort}`;
+    const otherDataApi = `http://127.0.0.1:${ports.data}`;
+    other = startServer({
+      DATABASE_URL: t.ctx.databaseUrl!, DEV_IDP: 'off', OIDC_ISSUER: `${t.idpUrl}/realms/${REALM}`,
+      DATA_API_URL: otherDataApi, MQTT_PORT: String(mqttPort), LOG_LEVEL: 'warn',
+    }, ports, 'data-api');
+    for (let attempt = 0; attempt < 150; attempt++) {
+      try {
+        if ((await request(`${otherDataApi}/health/ready`)).status === 200) break;
+      } catch { /* not listening yet */ }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+  after(async () => {
+    await subscriber?.endAsync(true).catch(() => {});
+    await other?.kill('SIGTERM');
+    await t.close();
+  });
+
+  test('a subscriber on the other process receives an Observation created through this one', async () => {
+    const chain = await createSensorChain(dataset);
+    subscriber = await connect(otherMqtt, t.adminToken);
+    const topic = topicOf(dataset.datasetId, dataset.slug, `/Datastreams(${chain.datastreamId})/Observations`);
+    assert.equal(await subscribeOne(subscriber, topic), 0);
+    const received = nextMessage(subscriber, topic);
+    const created = await dataset.request('POST', `/Datastreams(${chain.datastreamId})/Observations`, { result: 12.5, FeatureOfInterest: feature('roof') });
+    assert.equal(created.statusCode, 201, created.body);
+    const message = await received;
+    assert.equal(message['@iot.id'], created.json()['@iot.id']);
+    assert.equal(message['result'], 12.5);
+    // Links are those of the process that serves the subscriber.
+    assert.match(String(message['@iot.selfLink']), /^http:\/\/127\.0\.0\.1:\d+\/v1\/datasets\//);
+  });
+});
