@@ -70,17 +70,15 @@ const TIME_FUNCTIONS: Record<string, Compile> = {
   date: (ctx, [x], pos) => datetime(sql`(date_trunc('day', ${utc(ctx, x)}) at time zone 'UTC')`, pos),
   time: (ctx, [x], pos) => ({ type: 'time', sql: sql`(${utc(ctx, x)})::time`, pos }),
   // Instants are stored as timestamptz, which keeps no offset: every one reads as UTC.
-  totaloffsetminutes: (ctx, [x], pos) => {
-    asInstant(ctx, x!);
-    return number(sql`cast(0 as numeric)`, pos);
-  },
+  totaloffsetminutes: (ctx, [x], pos) => number(sql`(case when ${asInstant(ctx, x!)} is not null then cast(0 as numeric) end)`, pos),
   now: (_ctx, _args, pos) => datetime(sql`now()`, pos),
   mindatetime: (ctx, [x], pos) => datetime(asInstant(ctx, x!), pos),
   maxdatetime: (ctx, [x], pos) => datetime(x!.type === 'interval' ? x!.end : asInstant(ctx, x!), pos),
 };
 
 const MATH_FUNCTIONS: Record<string, Compile> = {
-  round: (ctx, [x], pos) => number(sql`round(${num(ctx, x)})`, pos),
+  // As numeric, so that halves round away from zero as OData says (float8 rounds them to even).
+  round: (ctx, [x], pos) => number(sql`round((${num(ctx, x)})::numeric)`, pos),
   floor: (ctx, [x], pos) => number(sql`floor(${num(ctx, x)})`, pos),
   ceiling: (ctx, [x], pos) => number(sql`ceiling(${num(ctx, x)})`, pos),
 };
