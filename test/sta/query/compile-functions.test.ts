@@ -2,126 +2,129 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase } from '../../../src/db/client.js';
-import { freshPostgresDatabase } from '../../helpers/test-app.js';
-import { compileFailure, idsWhere, openFixture, type AnyDb } from './fixture.js';
+import { databaseKinds, freshPostgresDatabase } from '../../helpers/test-app.js';
+import { compileFailure, idsWhere, openFixture, openFixtureOn, type AnyDb } from './fixture.js';
 
 /**
- * Every function of the standard, compiled and run on an in-memory PGlite (see fixture.ts for the
- * rows). The geospatial ones run on PostgreSQL when TEST_DATABASE_URL names one where PostGIS can
- * be installed; on PGlite they must answer 400.
+ * Every function of the standard, compiled and run on an in-memory PGlite and, when
+ * TEST_DATABASE_URL is set, on PostgreSQL (see fixture.ts for the rows). The geospatial ones run
+ * where PostGIS can be installed on a fresh database there; without PostGIS they answer 400.
  */
 
-let db: AnyDb;
-before(async () => { db = await openFixture(); });
-after(async () => { await db.destroy(); });
+for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
+  let db: AnyDb;
+  let close: () => Promise<void>;
+  before(async () => ({ db, close } = await openFixtureOn(kind)));
+  after(() => close());
 
-const rows = (filter: string) => idsWhere(db, filter);
-const NAMED = [1, 2, 3, 5, 6, 7];
+  const rows = (filter: string) => idsWhere(db, filter);
+  const NAMED = [1, 2, 3, 5, 6, 7];
 
-describe('string functions', () => {
-  it('tests substrings without LIKE wildcards', async () => {
-    assert.deepEqual(await rows("substringof('ph', name)"), [1]);
-    assert.deepEqual(await rows("substringof('a', name)"), [1, 5, 6, 7]);
-    assert.deepEqual(await rows("contains(name, 'a')"), [1, 5, 6, 7]);
-    assert.deepEqual(await rows("contains(name, '%')"), [3]);
-    assert.deepEqual(await rows("contains(name, '_')"), [3]);
-    assert.deepEqual(await rows("contains(name, 'O''B')"), [2]);
-    assert.deepEqual(await rows("not contains(name, 'a')"), [2, 3]);
+  describe('string functions', () => {
+    it('tests substrings without LIKE wildcards', async () => {
+      assert.deepEqual(await rows("substringof('ph', name)"), [1]);
+      assert.deepEqual(await rows("substringof('a', name)"), [1, 5, 6, 7]);
+      assert.deepEqual(await rows("contains(name, 'a')"), [1, 5, 6, 7]);
+      assert.deepEqual(await rows("contains(name, '%')"), [3]);
+      assert.deepEqual(await rows("contains(name, '_')"), [3]);
+      assert.deepEqual(await rows("contains(name, 'O''B')"), [2]);
+      assert.deepEqual(await rows("not contains(name, 'a')"), [2, 3]);
+    });
+
+    it('tests prefixes and suffixes literally', async () => {
+      assert.deepEqual(await rows("startswith(name, 'Al')"), [1]);
+      assert.deepEqual(await rows("startswith(name, '100%')"), [3]);
+      assert.deepEqual(await rows("startswith(name, '1_0')"), []);
+      assert.deepEqual(await rows("startswith(name, '')"), NAMED);
+      assert.deepEqual(await rows("endswith(name, 'a')"), [1, 6, 7]);
+      assert.deepEqual(await rows("endswith(name, '%_done')"), [3]);
+      assert.deepEqual(await rows("endswith(name, '%')"), []);
+    });
+
+    it('measures and cuts strings with 0-based positions', async () => {
+      assert.deepEqual(await rows('length(name) eq 5'), [1, 7]);
+      assert.deepEqual(await rows("indexof(name, 'a') eq 1"), [7]);
+      assert.deepEqual(await rows("indexof(name, 'z') eq -1"), NAMED);
+      assert.deepEqual(await rows("substring(name, 1) eq 'lpha'"), [1]);
+      assert.deepEqual(await rows("substring(name, 1, 2) eq 'am'"), [7]);
+      assert.deepEqual(await rows("substring(name, 0, 0) eq ''"), NAMED);
+      assert.deepEqual(await rows("substring(name, 2, -1) eq ''"), NAMED);
+    });
+
+    it('changes case, trims and concatenates', async () => {
+      assert.deepEqual(await rows("tolower(name) eq 'alpha'"), [1]);
+      assert.deepEqual(await rows("toupper(name) eq 'BETA'"), [6]);
+      assert.deepEqual(await rows("trim(name) eq 'Padded'"), [5]);
+      assert.deepEqual(await rows("concat(name, '!') eq 'beta!'"), [6]);
+      assert.deepEqual(await rows("concat(concat(name, ' '), 'x') eq 'gamma x'"), [7]);
+    });
+
+    it('works on json strings only where they are strings', async () => {
+      assert.deepEqual(await rows("contains(result, 'ig')"), [2]);
+      assert.deepEqual(await rows("startswith(properties/owner, 'a')"), [1, 7]);
+      assert.deepEqual(await rows('length(result) eq 4'), [2]);
+    });
+
+    it('refuses string functions on other types', () => {
+      const [pos, token, detail] = compileFailure('length(value) eq 1');
+      assert.deepEqual([pos, token], [7, 'number']);
+      assert.match(detail, /a string is expected, not a number/);
+    });
   });
 
-  it('tests prefixes and suffixes literally', async () => {
-    assert.deepEqual(await rows("startswith(name, 'Al')"), [1]);
-    assert.deepEqual(await rows("startswith(name, '100%')"), [3]);
-    assert.deepEqual(await rows("startswith(name, '1_0')"), []);
-    assert.deepEqual(await rows("startswith(name, '')"), NAMED);
-    assert.deepEqual(await rows("endswith(name, 'a')"), [1, 6, 7]);
-    assert.deepEqual(await rows("endswith(name, '%_done')"), [3]);
-    assert.deepEqual(await rows("endswith(name, '%')"), []);
+  describe('date and time functions', () => {
+    it('reads the parts of an instant in UTC', async () => {
+      assert.deepEqual(await rows('year(resultTime) eq 2021'), [2]);
+      assert.deepEqual(await rows('month(resultTime) eq 6'), [1]);
+      assert.deepEqual(await rows('day(resultTime) eq 1'), [2, 5]);
+      assert.deepEqual(await rows('hour(resultTime) eq 23'), [5]);
+      assert.deepEqual(await rows('minute(resultTime) eq 30'), [1]);
+      assert.deepEqual(await rows('second(resultTime) eq 45'), [1]);
+      assert.deepEqual(await rows('fractionalseconds(resultTime) eq 0.25'), [1]);
+      assert.deepEqual(await rows('fractionalseconds(resultTime) eq 0'), [2, 5]);
+      assert.deepEqual(await rows('totaloffsetminutes(resultTime) eq 0'), [1, 2, 5]);
+    });
+
+    it('takes the date and the time of day', async () => {
+      assert.deepEqual(await rows('date(resultTime) eq 2022-01-01'), [5]);
+      assert.deepEqual(await rows('date(resultTime) lt 2021-03-01'), [1]);
+      assert.deepEqual(await rows("time(resultTime) eq '23:59:59'"), [5]);
+      assert.deepEqual(await rows("time(resultTime) lt '01:00'"), [2]);
+      assert.deepEqual(await rows('time(resultTime) gt time(resultTime)'), []);
+    });
+
+    it('knows now and the bounds of an interval', async () => {
+      assert.deepEqual(await rows('now() gt resultTime'), [1, 2, 5]);
+      assert.deepEqual(await rows('year(phenomenonTime) eq 2021'), [3]);
+      assert.deepEqual(await rows('mindatetime(phenomenonTime) eq 2020-01-01T00:00:00Z'), [1, 2]);
+      assert.deepEqual(await rows('maxdatetime(phenomenonTime) eq 2020-12-31T00:00:00Z'), [2]);
+      assert.deepEqual(await rows('maxdatetime(phenomenonTime) gt 2022-01-01'), [5]);
+      assert.deepEqual(await rows('maxdatetime(resultTime) eq resultTime'), [1, 2, 5]);
+    });
+
+    it('reads date-time strings in json, and nothing else there', async () => {
+      assert.deepEqual(await rows('year(result) eq 2020'), [5]);
+    });
+
+    it('refuses date functions on other types', () => {
+      assert.match(compileFailure('year(name) eq 2020')[2], /a date-time is expected, not a string/);
+    });
   });
 
-  it('measures and cuts strings with 0-based positions', async () => {
-    assert.deepEqual(await rows('length(name) eq 5'), [1, 7]);
-    assert.deepEqual(await rows("indexof(name, 'a') eq 1"), [7]);
-    assert.deepEqual(await rows("indexof(name, 'z') eq -1"), NAMED);
-    assert.deepEqual(await rows("substring(name, 1) eq 'lpha'"), [1]);
-    assert.deepEqual(await rows("substring(name, 1, 2) eq 'am'"), [7]);
-    assert.deepEqual(await rows("substring(name, 0, 0) eq ''"), NAMED);
-    assert.deepEqual(await rows("substring(name, 2, -1) eq ''"), NAMED);
-  });
+  describe('math functions', () => {
+    it('rounds halves away from zero, floors and ceils', async () => {
+      assert.deepEqual(await rows('round(value) eq 2'), [1]);
+      assert.deepEqual(await rows('round(value div 4) eq 3'), [2]);
+      assert.deepEqual(await rows('round(value div 4) eq -1'), [3]);
+      assert.deepEqual(await rows('floor(value) eq 1'), [1]);
+      assert.deepEqual(await rows('ceiling(value) eq 2'), [1]);
+      assert.deepEqual(await rows('floor(value div 4) eq -1'), [3]);
+      assert.deepEqual(await rows('round(result) eq 5'), [1]);
+    });
 
-  it('changes case, trims and concatenates', async () => {
-    assert.deepEqual(await rows("tolower(name) eq 'alpha'"), [1]);
-    assert.deepEqual(await rows("toupper(name) eq 'BETA'"), [6]);
-    assert.deepEqual(await rows("trim(name) eq 'Padded'"), [5]);
-    assert.deepEqual(await rows("concat(name, '!') eq 'beta!'"), [6]);
-    assert.deepEqual(await rows("concat(concat(name, ' '), 'x') eq 'gamma x'"), [7]);
-  });
-
-  it('works on json strings only where they are strings', async () => {
-    assert.deepEqual(await rows("contains(result, 'ig')"), [2]);
-    assert.deepEqual(await rows("startswith(properties/owner, 'a')"), [1, 7]);
-    assert.deepEqual(await rows('length(result) eq 4'), [2]);
-  });
-
-  it('refuses string functions on other types', () => {
-    const [pos, token, detail] = compileFailure('length(value) eq 1');
-    assert.deepEqual([pos, token], [7, 'number']);
-    assert.match(detail, /a string is expected, not a number/);
-  });
-});
-
-describe('date and time functions', () => {
-  it('reads the parts of an instant in UTC', async () => {
-    assert.deepEqual(await rows('year(resultTime) eq 2021'), [2]);
-    assert.deepEqual(await rows('month(resultTime) eq 6'), [1]);
-    assert.deepEqual(await rows('day(resultTime) eq 1'), [2, 5]);
-    assert.deepEqual(await rows('hour(resultTime) eq 23'), [5]);
-    assert.deepEqual(await rows('minute(resultTime) eq 30'), [1]);
-    assert.deepEqual(await rows('second(resultTime) eq 45'), [1]);
-    assert.deepEqual(await rows('fractionalseconds(resultTime) eq 0.25'), [1]);
-    assert.deepEqual(await rows('fractionalseconds(resultTime) eq 0'), [2, 5]);
-    assert.deepEqual(await rows('totaloffsetminutes(resultTime) eq 0'), [1, 2, 5]);
-  });
-
-  it('takes the date and the time of day', async () => {
-    assert.deepEqual(await rows('date(resultTime) eq 2022-01-01'), [5]);
-    assert.deepEqual(await rows('date(resultTime) lt 2021-03-01'), [1]);
-    assert.deepEqual(await rows("time(resultTime) eq '23:59:59'"), [5]);
-    assert.deepEqual(await rows("time(resultTime) lt '01:00'"), [2]);
-    assert.deepEqual(await rows('time(resultTime) gt time(resultTime)'), []);
-  });
-
-  it('knows now and the bounds of an interval', async () => {
-    assert.deepEqual(await rows('now() gt resultTime'), [1, 2, 5]);
-    assert.deepEqual(await rows('year(phenomenonTime) eq 2021'), [3]);
-    assert.deepEqual(await rows('mindatetime(phenomenonTime) eq 2020-01-01T00:00:00Z'), [1, 2]);
-    assert.deepEqual(await rows('maxdatetime(phenomenonTime) eq 2020-12-31T00:00:00Z'), [2]);
-    assert.deepEqual(await rows('maxdatetime(phenomenonTime) gt 2022-01-01'), [5]);
-    assert.deepEqual(await rows('maxdatetime(resultTime) eq resultTime'), [1, 2, 5]);
-  });
-
-  it('reads date-time strings in json, and nothing else there', async () => {
-    assert.deepEqual(await rows('year(result) eq 2020'), [5]);
-  });
-
-  it('refuses date functions on other types', () => {
-    assert.match(compileFailure('year(name) eq 2020')[2], /a date-time is expected, not a string/);
-  });
-});
-
-describe('math functions', () => {
-  it('rounds halves away from zero, floors and ceils', async () => {
-    assert.deepEqual(await rows('round(value) eq 2'), [1]);
-    assert.deepEqual(await rows('round(value div 4) eq 3'), [2]);
-    assert.deepEqual(await rows('round(value div 4) eq -1'), [3]);
-    assert.deepEqual(await rows('floor(value) eq 1'), [1]);
-    assert.deepEqual(await rows('ceiling(value) eq 2'), [1]);
-    assert.deepEqual(await rows('floor(value div 4) eq -1'), [3]);
-    assert.deepEqual(await rows('round(result) eq 5'), [1]);
-  });
-
-  it('refuses math on strings', () => {
-    assert.match(compileFailure('round(name) eq 1')[2], /a number is expected, not a string/);
+    it('refuses math on strings', () => {
+      assert.match(compileFailure('round(name) eq 1')[2], /a number is expected, not a string/);
+    });
   });
 });
 

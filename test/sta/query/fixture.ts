@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import { openDatabase } from '../../../src/db/client.js';
+import { freshPostgresDatabase, type DatabaseKind } from '../../helpers/test-app.js';
 import type { PropertyResolver, ResolvedProperty } from '../../../src/sta/query/ast.js';
 import { StaQueryError } from '../../../src/sta/query/errors.js';
 import { compileFilter, compileOrderBy } from '../../../src/sta/query/compile.js';
@@ -37,6 +38,17 @@ export async function openFixture(db: AnyDb = openDatabase({ url: null, dataDir:
       cast(${r.end} as timestamptz), cast(${r.created} as timestamptz), cast(${r.location === null ? null : JSON.stringify(r.location)} as jsonb))`.execute(db);
   }
   return db;
+}
+
+/** The fixture on a fresh database of that kind, and how to be rid of it. */
+export async function openFixtureOn(kind: DatabaseKind): Promise<{ db: AnyDb; close: () => Promise<void> }> {
+  if (kind === 'pglite') {
+    const db = await openFixture();
+    return { db, close: () => db.destroy() };
+  }
+  const database = await freshPostgresDatabase();
+  const db = await openFixture(openDatabase({ url: database.url, dataDir: null, poolSize: 2 }));
+  return { db, close: async () => { await db.destroy(); await database.drop(); } };
 }
 
 export const resolver: PropertyResolver = {
