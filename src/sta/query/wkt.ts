@@ -37,6 +37,9 @@ class WktReader {
     const word = this.word();
     const type = TYPES[word.toUpperCase()];
     if (!type) this.fail(start, word, 'unknown WKT geometry type');
+    // `POINT Z (1 2 3)`: the dimension follows from the positions themselves.
+    const dimension = /^\s*(ZM|Z|M)\b/i.exec(this.text.slice(this.i));
+    if (dimension) this.i += dimension[0].length;
     const coordinates = this.coordinatesOf(type!);
     this.skipSpace();
     if (this.i < this.text.length) this.fail(this.i, this.text.slice(this.i), 'unexpected text after the geometry');

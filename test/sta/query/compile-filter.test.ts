@@ -130,6 +130,12 @@ for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
       assert.deepEqual(await rows('phenomenonTime lt result'), []);
     });
 
+    it('compares json with json only where both hold the same JSON type', async () => {
+      assert.deepEqual(await rows('result lt properties/level'), []);
+      assert.deepEqual(await rows('result gt properties/level'), [1]);
+      assert.deepEqual(await rows('result eq result'), [1, 2, 3, 5, 6, 7]);
+    });
+
     it('reaches into properties', async () => {
       assert.deepEqual(await rows("properties/owner eq 'ann'"), [1, 7]);
       assert.deepEqual(await rows('properties/level gt 5'), [5]);
