@@ -58,7 +58,7 @@ function sortKey(ctx: Context, t: Typed): RawBuilder<unknown> {
 
 const COMPARISONS = new Set<BinaryOperator>(['eq', 'ne', 'gt', 'ge', 'lt', 'le']);
 
-export function compileExpr(ctx: Context, expr: Expr): Typed {
+function compileExpr(ctx: Context, expr: Expr): Typed {
   switch (expr.kind) {
     case 'literal':
       if (expr.type === 'null') return { type: 'null', pos: expr.pos };

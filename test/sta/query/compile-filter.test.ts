@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { compileFilter } from '../../../src/sta/query/compile.js';
 import { parseFilter } from '../../../src/sta/query/parse-expression.js';
 import { parseQueryOptions } from '../../../src/sta/query/parse-options.js';
+import { StaQueryError } from '../../../src/sta/query/errors.js';
 import { databaseKinds } from '../../helpers/test-app.js';
 import { compileFailure, idsOrderedBy, idsWhere, openFixtureOn, resolver, type AnyDb } from './fixture.js';
 
@@ -199,6 +200,18 @@ for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
       const compiled = sql`${compileFilter(parseFilter("value gt 12345 and resultTime lt 2020-01-01T00:00:00Z and resultTime gt now() sub duration'P7D'"), resolver)}`.compile(db);
       for (const value of ['12345', '2020-01-01', 'P7D']) assert.ok(!compiled.sql.includes(value), compiled.sql);
       assert.deepEqual(compiled.parameters.slice(0, 3), ['12345', '2020-01-01T00:00:00Z', 'P7D']);
+    });
+  });
+});
+
+describe('compile errors inside $expand', () => {
+  it('name $expand and the position within its value when told so', () => {
+    const value = "Datastreams($filter=name gt 5)";
+    const filter = parseQueryOptions(`$expand=${value}`).expand![0]!.options.filter!;
+    assert.throws(() => compileFilter(filter, resolver, { where: '$expand' }), (error: unknown) => {
+      assert.ok(error instanceof StaQueryError);
+      assert.deepEqual([error.where, error.position, error.token], ['$expand', value.indexOf('gt'), 'gt']);
+      return true;
     });
   });
 });
