@@ -93,6 +93,7 @@ describe('$filter literals', () => {
     assert.deepEqual(failure("st_within(l, geography'CIRCLE(1 2)')").slice(0, 2), [23, 'CIRCLE']);
     assert.deepEqual(failure("st_within(l, geography'POINT(1)')").slice(0, 2), [29, '1)']);
     assert.match(failure("st_within(l, geography'POLYGON((0 0, 1 0, 1 1, 0 1))')")[2], /closed/);
+    assert.deepEqual(failure("st_within(l, geography'POINT(1 2, 3 4)')").slice(0, 2), [32, ',']);
   });
 });
 
