@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { compileFilter } from '../../../src/sta/query/compile.js';
+import { jsonAsInstant } from '../../../src/sta/query/typed.js';
 import { parseFilter } from '../../../src/sta/query/parse-expression.js';
 import { parseQueryOptions } from '../../../src/sta/query/parse-options.js';
 import { StaQueryError } from '../../../src/sta/query/errors.js';
@@ -129,6 +130,15 @@ for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
       assert.deepEqual(await rows('result lt 2030-01-01'), [5]);
       assert.deepEqual(await rows('phenomenonTime gt result'), [5]);
       assert.deepEqual(await rows('phenomenonTime lt result'), []);
+    });
+
+    it('casts a json string to an instant only where PostgreSQL can read it', async () => {
+      const valid = ['2020-02-29', '2000-02-29T10:00Z', '2021-12-31T23:59:59.123456+14:00', '2021-06-01T10:00:00-05:30'];
+      const invalid = ['2021-02-29', '1900-02-29', '0000-01-01', '0000-02-29', '2020-02-29T24:00Z', '2020-13-01', '2020-04-31', '2020-01-01T10:00+15:00', 'x', '2020-01-01T10:60Z'];
+      for (const text of [...valid, ...invalid]) {
+        const { rows: [row] } = await sql<{ t: Date | null }>`select ${jsonAsInstant(sql`cast(${JSON.stringify(text)} as jsonb)`)} as t`.execute(db);
+        assert.equal(row!.t !== null, valid.includes(text), text);
+      }
     });
 
     it('compares json with json only where both hold the same JSON type', async () => {
