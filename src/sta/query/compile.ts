@@ -13,7 +13,7 @@ import {
  *
  * Semantics chosen where the standard leaves room:
  * - A json value is compared by the other side's type, on the rows where it has that JSON type
- *   (other rows do not match); json with json compares the jsonb values.
+ *   (other rows do not match); json with json compares the jsonb values where both have one type.
  * - A time interval compared with an instant or another interval: `gt` means it starts after the
  *   other ends, `lt` that it ends before the other starts, `eq` that both bounds are equal.
  * - A comparison across types the standard does not relate (`name gt 5`) is a 400, not a guess.
@@ -58,7 +58,7 @@ function sortKey(ctx: Context, t: Typed): RawBuilder<unknown> {
 
 const COMPARISONS = new Set<BinaryOperator>(['eq', 'ne', 'gt', 'ge', 'lt', 'le']);
 
-export function compileExpr(ctx: Context, expr: Expr): Typed {
+function compileExpr(ctx: Context, expr: Expr): Typed {
   switch (expr.kind) {
     case 'literal':
       if (expr.type === 'null') return { type: 'null', pos: expr.pos };
@@ -110,7 +110,11 @@ function compare(ctx: Context, op: BinaryOperator, left: Typed, right: Typed, po
   if (temporal(left)) right = stringAsDatetime(right) ?? right;
   if (temporal(right)) left = stringAsDatetime(left) ?? left;
   if (left.type === 'interval' || right.type === 'interval') return compareIntervals(ctx, op, left, right, pos);
-  if (left.type === 'json' && right.type === 'json') return operator(op, singleValue(ctx, left, op, pos), singleValue(ctx, right, op, pos));
+  if (left.type === 'json' && right.type === 'json') {
+    // jsonb orders across JSON types (every string below every number); only like compares with like.
+    const a = singleValue(ctx, left, op, pos), b = singleValue(ctx, right, op, pos);
+    return sql`(jsonb_typeof(${a}) = jsonb_typeof(${b}) and ${operator(op, a, b)})`;
+  }
   if (left.type === 'json') return operator(op, jsonAs(ctx, left, right, op, pos), singleValue(ctx, right, op, pos));
   if (right.type === 'json') return operator(op, singleValue(ctx, left, op, pos), jsonAs(ctx, right, left, op, pos));
   if (left.type === 'id' || right.type === 'id') return operator(op, idOperand(ctx, left, op, pos), idOperand(ctx, right, op, pos));

@@ -36,10 +36,10 @@ export function typeName(t: Typed): string {
 // An ISO 8601 date or date-time that PostgreSQL's timestamptz input accepts without error: month
 // lengths and leap years included, year 0 excluded, offsets within ±14:59.
 const LEAP_YEAR = '(?:\\d\\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)';
-const YEAR = '(?!0000)\\d{4}';
+const YEAR = '\\d{4}';
 const MONTH_DAY = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))';
 const TIME = '(?:T(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d{1,9})?)?(?:Z|[+-](?:0\\d|1[0-4]):?[0-5]\\d)?)?';
-export const ISO_DATETIME_PATTERN = `^(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29)${TIME}$`;
+export const ISO_DATETIME_PATTERN = `^(?!0000)(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29)${TIME}$`;
 
 const jsonTyped = (x: RawBuilder<unknown>, jsonType: string, then: RawBuilder<unknown>) =>
   sql`(case when jsonb_typeof(${x}) = ${jsonType} then ${then} end)`;
@@ -107,6 +107,7 @@ export function asInstant(ctx: CompileContext, t: Typed): RawBuilder<unknown> {
 
 /** A PostGIS geometry from a GeoJSON geometry, or from a Feature's geometry (a Location may hold either). */
 export function asGeometry(ctx: CompileContext, t: Typed): RawBuilder<unknown> {
+  if (t.type === 'geometry' && t.literal?.type === 'geometry') return sql`ST_GeomFromGeoJSON(cast(${JSON.stringify(t.literal.value)} as text))`;
   if (t.type === 'geometry' || t.type === 'json') {
     return sql`ST_GeomFromGeoJSON((coalesce(${t.sql} -> 'geometry', ${t.sql}))::text)`;
   }

@@ -37,6 +37,9 @@ class WktReader {
     const word = this.word();
     const type = TYPES[word.toUpperCase()];
     if (!type) this.fail(start, word, 'unknown WKT geometry type');
+    // `POINT Z (1 2 3)`: the dimension follows from the positions themselves.
+    const dimension = /^\s*(ZM|Z|M)\b/i.exec(this.text.slice(this.i));
+    if (dimension) this.i += dimension[0].length;
     const coordinates = this.coordinatesOf(type!);
     this.skipSpace();
     if (this.i < this.text.length) this.fail(this.i, this.text.slice(this.i), 'unexpected text after the geometry');
@@ -45,13 +48,22 @@ class WktReader {
 
   private coordinatesOf(type: string): unknown {
     switch (type) {
-      case 'Point': return this.list(() => this.position(), 1)[0];
+      case 'Point': return this.point();
       case 'LineString': return this.positions(2);
       case 'Polygon': return this.list(() => this.ring());
-      case 'MultiPoint': return this.list(() => (this.peek() === '(' ? this.list(() => this.position(), 1)[0]! : this.position()));
+      // Both `MULTIPOINT((1 2), (3 4))` and the older `MULTIPOINT(1 2, 3 4)` are in use.
+      case 'MultiPoint': return this.list(() => (this.peek() === '(' ? this.point() : this.position()));
       case 'MultiLineString': return this.list(() => this.positions(2));
       default: return this.list(() => this.list(() => this.ring()));
     }
+  }
+
+  /** `(x y)`: exactly one position in parentheses. */
+  private point(): Position {
+    this.expect('(');
+    const position = this.position();
+    this.expect(')');
+    return position;
   }
 
   /** A closed ring of at least four positions. */
@@ -67,7 +79,7 @@ class WktReader {
     return this.list(() => this.position(), min);
   }
 
-  /** `( item, item, … )` with at least `min` items (and exactly one when min is 1 for a point). */
+  /** `( item, item, … )` with at least `min` items. */
   private list<T>(item: () => T, min = 1): T[] {
     this.expect('(');
     const items = [item()];

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { compileFilter } from '../../../src/sta/query/compile.js';
+import { jsonAsInstant } from '../../../src/sta/query/typed.js';
 import { parseFilter } from '../../../src/sta/query/parse-expression.js';
 import { parseQueryOptions } from '../../../src/sta/query/parse-options.js';
+import { StaQueryError } from '../../../src/sta/query/errors.js';
 import { databaseKinds } from '../../helpers/test-app.js';
 import { compileFailure, idsOrderedBy, idsWhere, openFixtureOn, resolver, type AnyDb } from './fixture.js';
 
@@ -130,6 +132,21 @@ for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
       assert.deepEqual(await rows('phenomenonTime lt result'), []);
     });
 
+    it('casts a json string to an instant only where PostgreSQL can read it', async () => {
+      const valid = ['2020-02-29', '2000-02-29T10:00Z', '2021-12-31T23:59:59.123456+14:00', '2021-06-01T10:00:00-05:30'];
+      const invalid = ['2021-02-29', '1900-02-29', '0000-01-01', '0000-02-29', '2020-02-29T24:00Z', '2020-13-01', '2020-04-31', '2020-01-01T10:00+15:00', 'x', '2020-01-01T10:60Z'];
+      for (const text of [...valid, ...invalid]) {
+        const { rows: [row] } = await sql<{ t: Date | null }>`select ${jsonAsInstant(sql`cast(${JSON.stringify(text)} as jsonb)`)} as t`.execute(db);
+        assert.equal(row!.t !== null, valid.includes(text), text);
+      }
+    });
+
+    it('compares json with json only where both hold the same JSON type', async () => {
+      assert.deepEqual(await rows('result lt properties/level'), []);
+      assert.deepEqual(await rows('result gt properties/level'), [1]);
+      assert.deepEqual(await rows('result eq result'), [1, 2, 3, 5, 6, 7]);
+    });
+
     it('reaches into properties', async () => {
       assert.deepEqual(await rows("properties/owner eq 'ann'"), [1, 7]);
       assert.deepEqual(await rows('properties/level gt 5'), [5]);
@@ -193,6 +210,18 @@ for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
       const compiled = sql`${compileFilter(parseFilter("value gt 12345 and resultTime lt 2020-01-01T00:00:00Z and resultTime gt now() sub duration'P7D'"), resolver)}`.compile(db);
       for (const value of ['12345', '2020-01-01', 'P7D']) assert.ok(!compiled.sql.includes(value), compiled.sql);
       assert.deepEqual(compiled.parameters.slice(0, 3), ['12345', '2020-01-01T00:00:00Z', 'P7D']);
+    });
+  });
+});
+
+describe('compile errors inside $expand', () => {
+  it('name $expand and the position within its value when told so', () => {
+    const value = "Datastreams($filter=name gt 5)";
+    const filter = parseQueryOptions(`$expand=${value}`).expand![0]!.options.filter!;
+    assert.throws(() => compileFilter(filter, resolver, { where: '$expand' }), (error: unknown) => {
+      assert.ok(error instanceof StaQueryError);
+      assert.deepEqual([error.where, error.position, error.token], ['$expand', value.indexOf('gt'), 'gt']);
+      return true;
     });
   });
 });

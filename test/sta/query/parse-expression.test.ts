@@ -78,6 +78,7 @@ describe('$filter literals', () => {
     assert.equal(filter("st_equals(location, geography'POINT(1 2)')"), 'st_equals(location, Point[1,2])');
     assert.equal(filter("st_equals(location, geometry'SRID=4326;POINT (1.5 -2 3)')"), 'st_equals(location, Point[1.5,-2,3])');
     assert.equal(filter("st_within(l, geography'LINESTRING(0 0, 1 1)')"), 'st_within(l, LineString[[0,0],[1,1]])');
+    assert.equal(filter("st_within(l, geography'POINT Z (1 2 3)')"), 'st_within(l, Point[1,2,3])');
     assert.equal(filter("st_within(l, geography'POLYGON((0 0, 1 0, 1 1, 0 0), (0.1 0.1, 0.2 0.1, 0.2 0.2, 0.1 0.1))')"),
       'st_within(l, Polygon[[[0,0],[1,0],[1,1],[0,0]],[[0.1,0.1],[0.2,0.1],[0.2,0.2],[0.1,0.1]]])');
     assert.equal(filter("st_within(l, geography'MULTIPOINT((0 0), (1 1))')"), 'st_within(l, MultiPoint[[0,0],[1,1]])');
@@ -92,6 +93,7 @@ describe('$filter literals', () => {
     assert.deepEqual(failure("st_within(l, geography'CIRCLE(1 2)')").slice(0, 2), [23, 'CIRCLE']);
     assert.deepEqual(failure("st_within(l, geography'POINT(1)')").slice(0, 2), [29, '1)']);
     assert.match(failure("st_within(l, geography'POLYGON((0 0, 1 0, 1 1, 0 1))')")[2], /closed/);
+    assert.deepEqual(failure("st_within(l, geography'POINT(1 2, 3 4)')").slice(0, 2), [32, ',']);
   });
 });
 
