@@ -7,7 +7,7 @@ import { validatorCompiler } from './http/validation.js';
 import { installProblemHandlers } from './http/problems.js';
 import { installJsonBodies } from './http/json-body.js';
 import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './http/framework-errors.js';
-import { authentication } from './http/authentication.js';
+import { authentication, type AuthenticationOptions } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { registerHealthRoutes } from './http/health.js';
@@ -44,7 +44,7 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
 }
 
 /** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
-export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext) {
+export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous'> = {}) {
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -55,7 +55,7 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   });
   installJsonBodies(app);
   installProblemHandlers(app);
-  await app.register(authentication, { verifier: ctx.verifier, db: ctx.db });
+  await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
 }
 
 /** The management API: /v1 resources, OpenAPI, Swagger UI and health. Never listens (tests inject). */

@@ -3,13 +3,18 @@ import type { Database } from './db/client.js';
 import type { Tenant } from './db/bootstrap.js';
 import type { TokenVerifier } from './http/token-verifier.js';
 import type { SagaRunner } from './jobs/saga-runner.js';
+import type { StaServer } from './sta/types.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
   config: Config;
   db: Database;
+  /** The PostgreSQL server's URL (null: embedded PGlite); what LISTEN connections open. */
+  databaseUrl: string | null;
   tenant: Tenant;
   verifier: TokenVerifier;
   /** The saga worker of this process (started with the management API, stopped before the database closes). */
   sagas: SagaRunner;
+  /** Our SensorThings server, shared by the gateway (requests) and the RELEASE saga (provisioning). */
+  sta: StaServer;
 }

@@ -9,7 +9,9 @@ import { createTokenVerifier } from './http/token-verifier.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
-import { datasetSagas } from './modules/datasets/index.js';
+import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
+import { createStaServer } from './sta/index.js';
+import { payloadReleaseSteps } from './data-api/release-steps.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -29,8 +31,9 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
-    const sagas = new SagaRunner(db, datasetSagas(), { log });
-    return { config, db, tenant, verifier, sagas };
+    const sta = createStaServer({ db });
+    const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps(sta, { namedApiStandardsOf, storageSchemaOf })), { log });
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -107,7 +107,7 @@ async function start(mode: Mode, config: Config, logger: Logger) {
     builders.push(['api', config.api.baseUrl, config.api.port, () => buildApp(ctx, logger.child({ listener: 'api' }))]);
   }
   if (mode === 'data-api' || mode === 'all') {
-    builders.push(['data-api', config.dataApi.baseUrl, config.dataApi.port, () => buildDataApiApp(ctx, logger.child({ listener: 'data-api' }))]);
+    builders.push(['data-api', config.dataApi.baseUrl, config.dataApi.port, () => buildDataApiApp(ctx, { logger: logger.child({ listener: 'data-api' }) })]);
   }
   for (const [name, url, port, build] of builders) {
     const app = await build();

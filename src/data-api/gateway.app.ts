@@ -1,26 +1,102 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import cors from '@fastify/cors';
 import type { AppContext } from '../context.js';
 import { baseServerOptions, installCommonPlumbing } from '../app.js';
 import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
+import { rejectToken } from '../http/authentication.js';
+import { RouteTable } from './route-table.js';
+import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
+import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
+import type { PayloadRoute } from './route-table.js';
+import type { StaServer } from '../sta/types.js';
+
+/** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
+export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+
+const PAYLOAD_METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'] as const;
+
+export interface DataApiOptions {
+  logger?: FastifyServerOptions['loggerInstance'];
+  /** How often the route table polls for changes (tests shorten it). */
+  routePollMs?: number;
+}
 
 /**
- * The data API gateway (DATA_API_URL). Until datasets can publish named APIs, every payload path
- * answers 404, as an unpublished one will; the token check still runs first (the common plumbing
- * authenticates every /v1 request), so a caller without a valid token gets the gateway's 401.
- * Never listens (the entry or a test decides).
+ * The data API gateway (DATA_API_URL): `/v1/datasets/{id}/{slug}[/…]` for every published named
+ * API. It looks the route up in its cached route table, authorizes the payload operation, and hands
+ * the request to the downstream of the API's standard: our SensorThings server for STA, MapServer
+ * for OWS. Never listens (the entry or a test decides).
  */
-export async function buildDataApiApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance']): Promise<FastifyInstance> {
-  const app = Fastify(baseServerOptions(ctx, logger));
-  await installCommonPlumbing(app, ctx);
-
+export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify(baseServerOptions(ctx, options.logger));
+  // Browsers call the data API from the portal's and partners' origins; preflights need no token.
+  if (ctx.config.dataApi.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: ctx.config.dataApi.corsOrigins,
+      methods: [...PAYLOAD_METHODS],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Prefer', 'X-Allowed-Scope-Ids', 'X-Request-Id'],
+      exposedHeaders: ['Location', 'WWW-Authenticate', 'X-Request-Id'],
+      maxAge: 600,
+    });
+  }
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url) });
   registerHealthRoutes(app, ctx.db);
 
-  const noPublishedApi = async () => {
-    throw new AppError('NOT_FOUND', 'No published API at this path');
-  };
-  app.all('/v1/datasets/:id/:slug', noPublishedApi);
-  app.all('/v1/datasets/:id/:slug/*', noPublishedApi);
+  const routes = new RouteTable(ctx.db, { listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log });
+  app.addHook('onReady', () => routes.start());
+  app.addHook('onClose', () => routes.stop());
 
+  const serve = (request: FastifyRequest, reply: FastifyReply) => servePayload(request, reply, routes, ctx);
+  for (const url of ['/v1/datasets/:id/:slug', '/v1/datasets/:id/:slug/*']) {
+    app.route({ method: [...PAYLOAD_METHODS], url, exposeHeadRoute: false, bodyLimit: PAYLOAD_BODY_LIMIT_BYTES, handler: serve });
+  }
   return app;
+}
+
+async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
+  const address = payloadAddressOf(request);
+  const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
+  const operation = operationOf(request.method, route, address);
+  let decision = decidePayloadAccess(request.caller, route, operation);
+  // A $batch carries reads and writes; each is authorized on its own, so either right admits it.
+  if (decision.outcome === 'forbidden' && isBatch(route, address)) decision = decidePayloadAccess(request.caller, route, 'write');
+  switch (decision.outcome) {
+    case 'unauthenticated':
+      return rejectToken(reply, {});
+    case 'not-found':
+      throw new AppError('NOT_FOUND', 'No published API at this path');
+    case 'forbidden':
+      throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
+  }
+  // Allowed implies a route and an address.
+  if (route!.standard === 'OWS') {
+    throw new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need MapServer, which this service does not drive yet');
+  }
+  return forwardToSta(request, reply, ctx.sta, ctx.config.dataApi.baseUrl, route!, address!, decision.rights);
+}
+
+function operationOf(method: string, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  return isBatch(route, address) ? 'read' : 'write';
+}
+
+const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) => route?.standard === 'STA' && address?.rest === '/$batch';
+
+async function forwardToSta(request: FastifyRequest, reply: FastifyReply, sta: StaServer, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
+  const answer = await sta.handle({
+    method: request.method as 'GET',
+    path: address.rest,
+    query: address.query,
+    body: request.body,
+    preferMinimal: /\breturn=minimal\b/i.test(String(request.headers['prefer'] ?? '')),
+    baseUrl: `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`,
+    schema: route.storageSchema,
+    rights,
+  });
+  reply.code(answer.status);
+  if (answer.headers) reply.headers(answer.headers);
+  if (answer.body === undefined) return reply.send();
+  if (typeof answer.body === 'string' && !answer.headers?.['content-type']) reply.type('text/plain; charset=utf-8');
+  return reply.send(answer.body);
 }

@@ -233,6 +233,16 @@ export interface AuditEventsTable {
   request_id: string | null;
 }
 
+/** A view (migration 0011): the payload routes the data API gateway serves. */
+export interface GatewayRoutesView {
+  dataset_id: string;
+  slug: string;
+  standard: 'OWS' | 'STA';
+  open_data_access: boolean;
+  datapool_id: string | null;
+  storage_schema: string;
+}
+
 export interface DB {
   tenant: TenantTable;
   permissions: PermissionsTable;
@@ -255,6 +265,7 @@ export interface DB {
   data_structure_versions: DataStructureVersionsTable;
   data_sources: DataSourcesTable;
   data_source_datapools: DataSourceDatapoolsTable;
+  gateway_routes: GatewayRoutesView;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

@@ -42,7 +42,7 @@ function challengeOf({ error, description }: Rejection): string {
 }
 
 /** The gateway's answer to a rejected token: an HTML page, not a problem object. */
-function rejectToken(reply: FastifyReply, rejection: Rejection) {
+export function rejectToken(reply: FastifyReply, rejection: Rejection) {
   reply.log.info({ reason: rejection.description ?? 'no token' }, 'token rejected');
   return reply
     .code(401)
@@ -66,13 +66,27 @@ export function parseAllowedScopeIds(header: string | string[] | undefined): Set
   return ids.includes('*') ? null : new Set(ids);
 }
 
+export interface AuthenticationOptions {
+  verifier: TokenVerifier;
+  db: Database;
+  /**
+   * Requests that may come without a token (the data API's payload routes, readable anonymously
+   * when open data): they pass with `caller` null and the route decides. A token that is sent is
+   * checked all the same.
+   */
+  mayBeAnonymous?: (request: FastifyRequest) => boolean;
+}
+
 /** Checks the bearer token of every /v1 request and loads the caller it names. */
-export const authentication = fp<{ verifier: TokenVerifier; db: Database }>(async (app, { verifier, db }) => {
+export const authentication = fp<AuthenticationOptions>(async (app, { verifier, db, mayBeAnonymous }) => {
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (!isApiPath(request.url)) return;
     const header = request.headers.authorization;
-    if (header === undefined || header === '') return rejectToken(reply, {});
+    if (header === undefined || header === '') {
+      if (mayBeAnonymous?.(request)) return;
+      return rejectToken(reply, {});
+    }
     const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
     if (!match) return rejectToken(reply, { error: 'invalid_request', description: 'malformed Authorization header' });
     let token;

@@ -15,13 +15,13 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 }
 
 /** Fastify's own errors (parsing, limits, media types) mapped to the contract's codes. */
-function fromFastifyError(error: FastifyError): AppError | null {
+function fromFastifyError(error: FastifyError, request: FastifyRequest): AppError | null {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MiB');
+      return new AppError('PAYLOAD_TOO_LARGE', `The request body is larger than ${mebibytes(request.routeOptions.bodyLimit)}`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)');
@@ -33,6 +33,8 @@ function fromFastifyError(error: FastifyError): AppError | null {
   if (error.statusCode === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_REQUEST', 'The request body is not valid JSON or carries a forbidden key (__proto__, constructor.prototype)');
   return null;
 }
+
+const mebibytes = (bytes: number | undefined) => `${(bytes ?? 1024 * 1024) / (1024 * 1024)} MiB`;
 
 /**
  * The one place where errors become answers: domain errors and validation errors as problem
@@ -53,7 +55,7 @@ export function installProblemHandlers(app: FastifyInstance) {
       reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       return sendProblem(request, reply, new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable at the moment; retry later'));
     }
-    const mapped = fromFastifyError(error as FastifyError);
+    const mapped = fromFastifyError(error as FastifyError, request);
     if (mapped) return sendProblem(request, reply, mapped);
     const correlationId = randomUUID();
     request.log.error({ err: error, correlationId }, 'unhandled error');

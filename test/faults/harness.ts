@@ -93,9 +93,9 @@ export async function serverPorts(): Promise<ServerPorts> {
   return { api: await freePort(), data: await freePort(), idp: await freePort() };
 }
 
-/** Runs `node --import tsx src/server.ts all` with the given database and ports. */
-export function startServer(env: Record<string, string>, ports: ServerPorts): ChildServer {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', 'all'], {
+/** Runs `node --import tsx src/server.ts <mode>` (default all) with the given database and ports. */
+export function startServer(env: Record<string, string>, ports: ServerPorts, mode: 'all' | 'api' | 'data-api' = 'all'): ChildServer {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', mode], {
     env: {
       PATH: process.env['PATH'],
       HOST: '127.0.0.1',

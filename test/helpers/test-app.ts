@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/runtime.js';
 import { buildApp } from '../../src/app.js';
 import { buildIdpApp } from '../../src/idp/idp.app.js';
+import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { getRealmKey } from '../../src/idp/realm-keys.js';
 import type { AppContext } from '../../src/context.js';
 
@@ -75,6 +76,8 @@ export interface TestApp {
   /** A token signed with the realm's real key but with claims of the test's choosing. */
   signToken(claims: JWTPayload, options?: { realm?: string; alg?: string }): Promise<string>;
   adminToken: string;
+  /** The data API gateway on the same context, built on first use (routes polled every 50 ms) and closed with the app. */
+  dataApi(): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -104,14 +107,25 @@ export async function buildTestApp(kind: DatabaseKind, env: Record<string, strin
       .sign(key.privateKey);
   };
 
+  let gateway: Promise<FastifyInstance> | null = null;
+  const dataApi = () => {
+    gateway ??= buildDataApiApp(ctx, { routePollMs: 50 }).then(async (built) => {
+      await built.ready();
+      return built;
+    });
+    return gateway;
+  };
+
   return {
     app,
     ctx,
     idpUrl,
+    dataApi,
     tokenFor,
     signToken,
     adminToken: await tokenFor(ADMIN_EMAIL),
     close: async () => {
+      if (gateway) await (await gateway).close();
       await app.close();
       await ctx.db.destroy();
       await database?.drop();

@@ -8,6 +8,7 @@ import * as datasetParts from './0006_dataset_parts.js';
 import * as dataSourcesAndStructures from './0007_data_sources_and_structures.js';
 import * as auditEvents from './0008_audit_events.js';
 import * as searchIndexes from './0010_search_indexes.js';
+import * as gatewayRoutes from './0011_gateway_routes.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '0007_data_sources_and_structures': dataSourcesAndStructures,
   '0008_audit_events': auditEvents,
   '0010_search_indexes': searchIndexes,
+  '0011_gateway_routes': gatewayRoutes,
 };

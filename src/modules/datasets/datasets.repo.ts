@@ -115,6 +115,12 @@ export async function setNamedApis(db: Database, datasetId: string, apis: readon
   }))).execute();
 }
 
+/** The standards of a dataset's named APIs (what a release must provision), without duplicates. */
+export async function namedApiStandardsOf(db: Database, datasetId: string): Promise<Array<'OWS' | 'STA'>> {
+  const rows = await db.selectFrom('dataset_named_apis').select('standard').distinct().where('dataset_id', '=', datasetId).execute();
+  return rows.map((row) => row.standard);
+}
+
 export const deleteDatasetRow = (db: Database, id: string) => db.deleteFrom('datasets').where('id', '=', id).execute();
 
 /** The ids of the datasets each datapool holds, oldest first, in one query. */

@@ -1,0 +1,109 @@
+import { sql } from 'kysely';
+import type { ConnectionLog, Database } from '../db/client.js';
+import { listenForNotifications, type Listener } from '../db/notifications.js';
+
+/** One published payload route: a named API of an AVAILABLE dataset whose release has finished. */
+export interface PayloadRoute {
+  datasetId: string;
+  slug: string;
+  standard: 'OWS' | 'STA';
+  openDataAccess: boolean;
+  datapoolId: string | null;
+  /** The dataset's storage schema, where the payload lives. */
+  storageSchema: string;
+}
+
+export interface RouteTableOptions {
+  /** PostgreSQL URL to LISTEN on (null: polling only, as on PGlite). */
+  listenUrl: string | null;
+  /** How often the version is polled (default 500 ms: a release shows within 1 s without LISTEN). */
+  pollMs?: number;
+  log: ConnectionLog;
+}
+
+const key = (datasetId: string, slug: string) => `${datasetId}/${slug}`;
+
+/**
+ * The gateway's copy of the `gateway_routes` view, so that a payload request costs a map lookup,
+ * not a query. It reloads the whole view (small: one row per published API) when the route version
+ * changes: at once on a NOTIFY (PostgreSQL), and by polling the version sequence otherwise. A
+ * reload that fails (database down) keeps the last known routes and is tried again at the next poll.
+ */
+export class RouteTable {
+  private routes = new Map<string, PayloadRoute>();
+  private loadedVersion: number | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private listener: Listener | null = null;
+  private reloading: Promise<void> | null = null;
+  private reloadAgain = false;
+
+  constructor(private readonly db: Database, private readonly options: RouteTableOptions) {}
+
+  lookup(datasetId: string, slug: string): PayloadRoute | undefined {
+    return this.routes.get(key(datasetId, slug));
+  }
+
+  async start(): Promise<void> {
+    await this.reload();
+    const pollMs = this.options.pollMs ?? 500;
+    const poll = () => {
+      this.timer = setTimeout(() => void this.pollOnce().finally(() => { if (this.timer) poll(); }), pollMs);
+      this.timer.unref();
+    };
+    poll();
+    if (this.options.listenUrl) {
+      this.listener = listenForNotifications(this.options.listenUrl, 'gateway_routes', {
+        onNotify: () => void this.reload(),
+        onReconnect: () => void this.reload(),
+      }, this.options.log);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.listener?.close();
+    this.listener = null;
+    await this.reloading;
+  }
+
+  private async pollOnce(): Promise<void> {
+    try {
+      if ((await this.currentVersion()) !== this.loadedVersion) await this.reload();
+    } catch (error) {
+      this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: could not poll the route version');
+    }
+  }
+
+  private currentVersion = async () => {
+    // A fresh sequence reports last_value 1 before its first nextval (is_called false).
+    const { rows } = await sql<{ version: number }>`select case when is_called then last_value else 0 end::int8 as version from gateway_route_version`.execute(this.db);
+    return Number(rows[0]!.version);
+  };
+
+  /** One reload at a time; a change announced during a reload causes exactly one more. */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      do {
+        this.reloadAgain = false;
+        try {
+          // The version is read first: a change committed during the read makes the next poll reload again.
+          const version = await this.currentVersion();
+          const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
+          this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
+            datasetId: row.dataset_id, slug: row.slug, standard: row.standard,
+            openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema,
+          }]));
+          this.loadedVersion = version;
+        } catch (error) {
+          this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: reload failed; keeping the last known routes');
+        }
+      } while (this.reloadAgain);
+    })().finally(() => { this.reloading = null; });
+    return this.reloading;
+  }
+}

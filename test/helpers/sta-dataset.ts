@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { TestApp } from './test-app.js';
+import { bearer, uniqueName } from './factories.js';
+
+type Json = Record<string, any>;
+export type PayloadMethod = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 'OPTIONS';
+
+export interface PublishedDataset {
+  datasetId: string;
+  slug: string;
+  /** The route's path on the data API: `/v1/datasets/{id}/{slug}`. */
+  base: string;
+  /** The route's public base URL (`previewUrl`): every link the gateway answers starts with it. */
+  publicBase: string;
+  gateway: FastifyInstance;
+  /**
+   * A request through the gateway below the base (`/Things`, `/Things(1)?$expand=Datastreams`),
+   * with the admin's token unless `headers` sets another `authorization` (or `null`: anonymous).
+   */
+  request(method: PayloadMethod, path: string, body?: unknown, headers?: Record<string, string | null>): Promise<LightMyRequestResponse>;
+}
+
+export interface PublishOptions {
+  standard?: 'STA' | 'OWS';
+  openDataAccess?: boolean;
+  datapoolId?: string;
+  slug?: string;
+}
+
+/**
+ * A dataset released through the real management API with one named API (STA by default), once
+ * its RELEASE saga has finished and the gateway serves its route.
+ */
+export async function publishDataset(t: TestApp, options: PublishOptions = {}): Promise<PublishedDataset> {
+  const slug = options.slug ?? 'sensors';
+  const created = await t.app.inject({
+    method: 'POST', url: '/v1/datasets', headers: bearer(t.adminToken),
+    payload: {
+      name: uniqueName('published'), description: 'published for payload tests',
+      openDataAccess: options.openDataAccess ?? false,
+      ...(options.datapoolId ? { datapoolId: options.datapoolId } : {}),
+      namedApis: [{ name: 'Payload', slug, standard: options.standard ?? 'STA' }],
+    },
+  });
+  assert.equal(created.statusCode, 201, created.body);
+  const datasetId: string = created.json().id;
+  await waitForNoSaga(t, datasetId);
+  const released = await t.app.inject({ method: 'POST', url: `/v1/datasets/${datasetId}/release`, headers: bearer(t.adminToken) });
+  assert.equal(released.statusCode, 202, released.body);
+  await waitForNoSaga(t, datasetId);
+  const gateway = await t.dataApi();
+  const base = `/v1/datasets/${datasetId}/${slug}`;
+  const request: PublishedDataset['request'] = (method, path, body, headers = {}) => {
+    const { authorization = `Bearer ${t.adminToken}`, ...rest } = headers;
+    return gateway.inject({
+      method, url: `${base}${path}`,
+      headers: { ...(authorization === null ? {} : { authorization }), ...(rest as Record<string, string>) },
+      ...(body === undefined ? {} : { payload: body as Json }),
+    });
+  };
+  await waitForRoute(() => request('GET', ''), (status) => status !== 404);
+  return { datasetId, slug, base, publicBase: `${t.ctx.config.dataApi.baseUrl}${base}`, gateway, request };
+}
+
+/** A dataset with an STA named API, published (the SensorThings tests' starting point). */
+export const publishStaDataset = (t: TestApp, options: Omit<PublishOptions, 'standard'> = {}) => publishDataset(t, { ...options, standard: 'STA' });
+
+export async function waitForNoSaga(t: TestApp, datasetId: string): Promise<Json> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const response = await t.app.inject({ method: 'GET', url: `/v1/datasets/${datasetId}`, headers: bearer(t.adminToken) });
+    const dataset = response.json();
+    if (response.statusCode === 404) return dataset;
+    assert.equal(dataset.sagaError ?? null, null, `saga failed: ${JSON.stringify(dataset.sagaError)}`);
+    if (!dataset.pendingSagaType) return dataset;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.fail(`the saga of dataset ${datasetId} did not finish in time`);
+}
+
+/** Polls until the answer's status satisfies `done` (the route table follows changes within its poll period). */
+export async function waitForRoute(probe: () => Promise<LightMyRequestResponse>, done: (status: number) => boolean, timeoutMs = 3_000): Promise<LightMyRequestResponse> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await probe();
+    if (done(response.statusCode) || Date.now() > deadline) return response;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
