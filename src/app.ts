@@ -85,7 +85,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
   app.addHook('onReady', async () => ctx.sagas.start());
   app.addHook('onClose', async () => ctx.sagas.stop());
-  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds };
+  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
