@@ -115,7 +115,7 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
     allChildren.push(...children);
     if (options.count) parent.json[`${nav.name}@iot.count`] = mine[0] ? Number(mine[0]['__count']) : (emptyPages.get(id) ?? 0);
     parent.json[nav.name] = children.map((c) => c.json);
-    if (mine.length > page.top) {
+    if (page.top > 0 && mine.length > page.top) {
       const next = optionsQuery({ ...options, top: page.top, skip: page.skip + page.top });
       parent.json[`${nav.name}@iot.nextLink`] = `${navigationLink(baseUrl, entity, id, nav.name)}?${next}`;
     }

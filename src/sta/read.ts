@@ -60,7 +60,8 @@ export async function readCollection(
   const { rows } = await sql<Row>`select ${selectList(ctx, entity, alias, properties)} from ${from}
     where ${where} order by ${orderOf(ctx, entity, alias, options)}
     limit ${page.top + 1} offset ${page.skip}`.execute(ctx.db);
-  const result: CollectionResult = { rows: rows.slice(0, page.top), more: rows.length > page.top, page };
+  // `$top=0` asks for the count alone; a next link would point at the same empty page forever.
+  const result: CollectionResult = { rows: rows.slice(0, page.top), more: page.top > 0 && rows.length > page.top, page };
   if (options.count) {
     const counted = await sql<{ n: number }>`select count(*) as n from ${from} where ${where}`.execute(ctx.db);
     result.count = Number(counted.rows[0]?.n ?? 0);

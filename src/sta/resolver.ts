@@ -97,6 +97,8 @@ export function createResolver(ctx: SqlContext, entity: EntityDef, alias: string
       }
       const nav = navigationOf(entity, head);
       if (nav && !nav.toMany && nav.join.kind === 'fkHere' && rest.length > 0) {
+        // `Datastream/id` is the foreign key itself: no subquery, and its index applies.
+        if (rest.length === 1 && (rest[0] === 'id' || rest[0] === '@iot.id')) return { type: 'id', sql: column(alias, nav.join.column) };
         const target = ENTITIES[nav.target];
         const inner = freshAlias();
         const from = sql`${tableOf(ctx, target)} as ${sql.id(inner)} where ${column(inner, 'id')} = ${column(alias, nav.join.column)}`;

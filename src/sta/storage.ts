@@ -72,6 +72,10 @@ export async function provisionStorage(trx: Database, schema: string): Promise<v
   const index = async (name: string, on: string, columns: RawBuilder<unknown>) =>
     sql`create index if not exists ${sql.id(name)} on ${table(on)} (${columns})`.execute(trx);
   await index('observations_datastream_time', 'observations', sql`datastream_id, phenomenon_time_start desc, id desc`);
+  // A Datastream's phenomenonTime and resultTime are min/max over its Observations at read time;
+  // with these each bound is one index probe, not a scan of the stream.
+  await index('observations_datastream_time_end', 'observations', sql`datastream_id, phenomenon_time_end`);
+  await index('observations_datastream_result_time', 'observations', sql`datastream_id, result_time`);
   await index('observations_feature', 'observations', sql`feature_of_interest_id`);
   await index('datastreams_thing', 'datastreams', sql`thing_id`);
   await index('datastreams_sensor', 'datastreams', sql`sensor_id`);

@@ -67,6 +67,7 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(second.value.map((o: Json) => o.result), [23, 24, 25]);
       assert.equal(second['@iot.nextLink'], undefined);
       assert.deepEqual(await get('/Things?$skip=50&$count=true'), { '@iot.count': 3, value: [] });
+      assert.deepEqual(await get('/Things?$top=0&$count=true'), { '@iot.count': 3, value: [] }, 'the count alone, no next link');
       const capped = await get('/Observations?$top=5000');
       assert.equal(capped.value.length, 9);
     });
