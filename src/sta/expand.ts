@@ -92,11 +92,13 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
   const properties = selectionOf(target, options.select).properties;
   const where = whereOf(ctx, target, alias, [sql`${parentKey} = any(${ids}::bigint[])`], options);
   const order = orderOf(ctx, target, alias, options);
-  // The window count sees every child the filter keeps, before the page is cut.
+  // The window count sees every child the filter keeps, before the page is cut; it makes the
+  // database read each parent's whole partition, so it is computed only when `$count` asks.
+  const counted = options.count ? sql`count(*) over (partition by ${parentKey})` : sql`null::bigint`;
   const { rows } = await sql<Row>`select * from (
       select ${selectList(ctx, target, alias, properties)}, ${parentKey} as "__parent",
         row_number() over (partition by ${parentKey} order by ${order}) as "__rn",
-        count(*) over (partition by ${parentKey}) as "__count"
+        ${counted} as "__count"
       from ${from} where ${where}) as paged
     where "__rn" > ${page.skip} and "__rn" <= ${page.skip + page.top + 1}
     order by "__parent", "__rn"`.execute(ctx.db);
