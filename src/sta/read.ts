@@ -34,10 +34,15 @@ export function whereOf(ctx: ReadContext, entity: EntityDef, alias: string, scop
   return and(conditions);
 }
 
-/** `$orderby` then the id, so that pages never overlap or skip a row whose sort keys tie. */
+/**
+ * `$orderby` then the id, so that pages never overlap or skip a row whose sort keys tie. The id
+ * follows the last key's direction: `phenomenonTime desc, id desc` is the Observations index's
+ * own order, so "the latest readings" is an index scan that stops at `$top`.
+ */
 export function orderOf(ctx: ReadContext, entity: EntityDef, alias: string, options: QueryOptions) {
   const items = options.orderBy?.length ? compileOrderBy(options.orderBy, createResolver(ctx, entity, alias, '$orderby')) : [];
-  return sql.join([...items, sql`${column(alias, 'id')} asc`]);
+  const tieBreaker = options.orderBy?.at(-1)?.direction === 'desc' ? sql`desc` : sql`asc`;
+  return sql.join([...items, sql`${column(alias, 'id')} ${tieBreaker}`]);
 }
 
 export interface CollectionResult {
