@@ -47,7 +47,9 @@ for (const kind of databaseKinds()) {
       const byResult = await get(`/Datastreams(${streams[0]['@iot.id']})/Observations?$orderby=result desc&$top=2&$select=result`);
       assert.deepEqual(byResult.value, [{ result: 25 }, { result: 24 }]);
       const tied = await get('/Observations?$orderby=Datastream/id desc&$select=id&$top=3');
-      assert.ok(tied.value[0]['@iot.id'] < tied.value[1]['@iot.id'], 'ties ordered by id');
+      assert.ok(tied.value[0]['@iot.id'] > tied.value[1]['@iot.id'], 'ties ordered by id, in the direction of the last key');
+      const tiedAsc = await get('/Observations?$orderby=Datastream/id&$select=id&$top=3');
+      assert.ok(tiedAsc.value[0]['@iot.id'] < tiedAsc.value[1]['@iot.id']);
       assert.equal((await get('/Datastreams?$filter=Thing/id eq 2&$count=true'))['@iot.count'], 1);
       expectProblem(await sta.request('GET', '/Things?$filter=colour eq 1'), 400, 'VALIDATION_FAILED');
       expectProblem(await sta.request('GET', '/Things?$orderby=colour'), 400, 'VALIDATION_FAILED');
