@@ -56,6 +56,16 @@ for (const kind of databaseKinds()) {
       assert.match(minimal.headers.location, /\/Things\(\d+\)$/);
     });
 
+    test("the README's example: a Location posted below $t joins the Thing; a GET of $t with options", async () => {
+      const answers = await batch([
+        { id: 't', atomicityGroup: 'g', method: 'post', url: 'Things', body: { name: 'Station 2', description: 'harbour' } },
+        { id: 'l', atomicityGroup: 'g', method: 'post', url: '$t/Locations', body: location('Pier') },
+        { id: 'r', method: 'get', url: '$t?$expand=Locations', dependsOn: ['g'] },
+      ]);
+      assert.deepEqual([...answers.values()].map((r) => r.status), [201, 201, 200]);
+      assert.equal(answers.get('r')!.body.Locations[0].name, 'Pier');
+    });
+
     test('an error is the problem the request alone would have answered; the others still run', async () => {
       const answers = await batch([
         { id: 'bad', method: 'post', url: 'Things', body: thing('x', { color: 'red' }) },
