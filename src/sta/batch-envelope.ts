@@ -35,10 +35,13 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 /** `$1/Datastreams` → `1`; undefined when the url does not start with a reference. */
 export const urlReferenceOf = (url: string) => /^\$([^/?]+)/.exec(url)?.[1];
 
+/** Whether an absolute url lies below the base (`…/sensors/Things`, not `…/sensors2/Things`). */
+export const isOnBase = (url: string, baseUrl: string) => url.startsWith(baseUrl) && /^($|[/?])/.test(url.slice(baseUrl.length));
+
 /** The service-root-relative path of a url with the base and the `v1.1` alias taken off, without query. */
 export function pathPartOf(url: string, baseUrl: string): string {
   let rest = url.split('?', 1)[0] ?? '';
-  if (rest.startsWith(baseUrl)) rest = rest.slice(baseUrl.length);
+  if (isOnBase(rest, baseUrl)) rest = rest.slice(baseUrl.length);
   rest = rest.replace(/^\/+/, '');
   return rest.replace(/^v1\.1(\/|$)/, '').replace(/\/+$/, '');
 }
@@ -52,10 +55,11 @@ export function parseBatchEnvelope(body: unknown, baseUrl: string): BatchEntry[]
   const entries: BatchEntry[] = [];
   const requestIds = new Set<string>();
   const closedGroups = new Set<string>();
+  const allGroups = new Set<string>();
   requests.forEach((raw, index) => {
     const entry = parseEntry(raw, index, baseUrl);
     const field = `requests[${index}]`;
-    if (requestIds.has(entry.id) || closedGroups.has(entry.id)) throw validationFailed(`${field}.id`, `${entry.id} is used already`);
+    if (requestIds.has(entry.id) || allGroups.has(entry.id)) throw validationFailed(`${field}.id`, `${entry.id} is used already`);
     const previousGroup = entries[index - 1]?.atomicityGroup;
     if (entry.atomicityGroup !== undefined) {
       // OData asks a group's requests to be adjacent; it is also what lets one transaction hold them.
@@ -64,6 +68,7 @@ export function parseBatchEnvelope(body: unknown, baseUrl: string): BatchEntry[]
       }
     }
     if (previousGroup !== undefined && previousGroup !== entry.atomicityGroup) closedGroups.add(previousGroup);
+    if (entry.atomicityGroup !== undefined) allGroups.add(entry.atomicityGroup);
     entry.dependsOn.forEach((name, k) => {
       if (name === entry.atomicityGroup) throw validationFailed(`${field}.dependsOn[${k}]`, 'a request cannot depend on its own atomicity group');
       if (!requestIds.has(name) && !closedGroups.has(name)) throw validationFailed(`${field}.dependsOn[${k}]`, `${name} is no earlier request or atomicity group`);
@@ -90,7 +95,7 @@ function parseEntry(raw: unknown, index: number, baseUrl: string): BatchEntry {
   if (typeof url !== 'string' || url.trim() === '') throw validationFailed(`${field}.url`, 'must be a non-empty string');
   const path = pathPartOf(url, baseUrl);
   if (path === '$batch') throw validationFailed(`${field}.url`, 'a batch cannot contain another $batch');
-  if (/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith(baseUrl)) throw validationFailed(`${field}.url`, `is not on this service (${baseUrl})`);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) && !isOnBase(url, baseUrl)) throw validationFailed(`${field}.url`, `is not on this service (${baseUrl})`);
   const entry: BatchEntry = { index, id, method, url, body: raw['body'], headers: parseHeaders(raw['headers'], `${field}.headers`), dependsOn: [] };
   const reference = urlReferenceOf(url);
   if (reference !== undefined) entry.urlReference = reference;

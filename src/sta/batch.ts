@@ -149,6 +149,8 @@ function resolveUrl(entry: BatchEntry, baseUrl: string, state: BatchState): { pa
   } catch {
     throw validationFailed('url', 'has malformed percent-encoding');
   }
+  // The envelope refused a literal one; this catches one spelled with percent-encoding.
+  if (path === '$batch') throw validationFailed('url', 'a batch cannot contain another $batch');
   return { path: path === '' ? '' : `/${path}`, query };
 }
 

@@ -176,7 +176,11 @@ for (const kind of databaseKinds()) {
         [{ requests: [{ ...ok, atomicityGroup: 'g' }, { id: '2', method: 'get', url: 'Things' }, { id: '3', method: 'get', url: 'Things', atomicityGroup: 'g' }] }, 'requests[2].atomicityGroup'],
         [{ requests: Array.from({ length: 1001 }, (_, i) => ({ id: `r${i}`, method: 'get', url: 'Things' })) }, 'requests'],
       ];
+      cases.push([{ requests: [{ ...ok, atomicityGroup: 'g' }, { id: 'g', method: 'get', url: 'Things' }] }, 'requests[1].id']);
+      cases.push([{ requests: [ok, { id: '2', method: 'get', url: `${sta.publicBase}2/Things` }] }, 'requests[1].url']);
       for (const [body, field] of cases) expectFieldError(await sta.request('POST', '/$batch', body), field);
+      const encoded = await batch([{ id: 'nested', method: 'post', url: '%24batch', body: { requests: [] } }]);
+      assert.equal(encoded.get('nested')!.status, 400);
       assert.equal(await count('/Things'), before);
       const exactlyMax = Array.from({ length: 1000 }, (_, i) => ({ id: `r${i}`, method: 'get', url: 'Things(1)/name' }));
       assert.equal((await sta.request('POST', '/$batch', { requests: exactlyMax })).statusCode, 200);
