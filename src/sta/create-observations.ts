@@ -73,7 +73,13 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
  * single create does.
  */
 async function resolveLinks(w: WriteContext, columns: ObservationColumns) {
-  for (const group of columns.groups) await checkLinked(w, 'Datastreams', group.datastreamId, `${group.field}.Datastream`);
+  // Many groups may name the same Datastream (a client batching by time); each is looked up once.
+  const checked = new Set<number>();
+  for (const group of columns.groups) {
+    if (checked.has(group.datastreamId)) continue;
+    await checkLinked(w, 'Datastreams', group.datastreamId, `${group.field}.Datastream`);
+    checked.add(group.datastreamId);
+  }
   const explicit = [...new Set(columns.featureOfInterest.filter((id): id is number => id !== null))];
   if (explicit.length > 0) {
     const { rows } = await sql<{ id: number | string }>`select id from ${tableOf(w.ctx, ENTITIES.FeaturesOfInterest)}
@@ -84,12 +90,16 @@ async function resolveLinks(w: WriteContext, columns: ObservationColumns) {
       throw validationFailed(columns.featureOfInterestField(missing), `FeatureOfInterest with @iot.id ${columns.featureOfInterest[missing]} does not exist`);
     }
   }
+  const derived = new Map<number, number>();
   for (const group of columns.groups) {
-    let derived: number | undefined;
     for (let row = group.start; row < group.end; row++) {
       if (columns.featureOfInterest[row] !== null) continue;
-      derived ??= await featureOfInterestFor(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`);
-      columns.featureOfInterest[row] = derived;
+      let id = derived.get(group.datastreamId);
+      if (id === undefined) {
+        id = await featureOfInterestFor(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`);
+        derived.set(group.datastreamId, id);
+      }
+      columns.featureOfInterest[row] = id;
     }
   }
 }
