@@ -70,7 +70,14 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
       info: {
         title: 'Data Management API',
         version: '2.0.0',
-        description: 'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
+        description: [
+          'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
+          '',
+          `A released dataset's named APIs are served by the data API (${ctx.config.dataApi.baseUrl}) at their previewUrl, \`/v1/datasets/{id}/{slug}\`:`,
+          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$batch`, `CreateObservations`, MQTT);',
+          'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE; a rejected token answers 401 with an HTML page.',
+          'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
+        ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
@@ -85,7 +92,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
   app.addHook('onReady', async () => ctx.sagas.start());
   app.addHook('onClose', async () => ctx.sagas.stop());
-  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds };
+  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });

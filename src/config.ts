@@ -33,6 +33,10 @@ const EnvSchema = Type.Object({
   TENANT_ID: Type.Optional(Type.String({ format: 'uuid' })),
   TENANT_NAME: Type.String({ default: 'default', minLength: 1, maxLength: 255 }),
   CORS_ORIGINS: Type.String({ default: '' }),
+  // SensorThings upstream mode: an existing FROST-Server answers STA named APIs instead of ours.
+  STA_UPSTREAM_URL: Type.Optional(HttpUrl),
+  STA_UPSTREAM_ORIGINS: Type.String({ default: '' }),
+  UPSTREAM_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' },
@@ -47,6 +51,12 @@ export interface Config {
   dataApi: { port: number; baseUrl: string; corsOrigins: string[] };
   /** The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays). */
   mqtt: { port: number | null };
+  /**
+   * `upstreamUrl`: the SensorThings service every STA named API without its own upstream proxies to
+   * (null: our own server). `upstreamOrigins`: the origins a named API's `upstreamUrl` may name
+   * (with the global one's): a data steward cannot point the gateway at an arbitrary host.
+   */
+  staUpstream: { url: string | null; origins: string[]; timeoutMs: number };
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
@@ -61,6 +71,14 @@ export class ConfigError extends Error {}
 const listOf = (commaSeparated: string) => commaSeparated.split(',').map((item) => item.trim()).filter(Boolean);
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    throw new ConfigError(`Invalid configuration: STA_UPSTREAM_ORIGINS must list URLs (got ${JSON.stringify(url)})`);
+  }
+}
 
 /**
  * Validates the environment once and derives every default that depends on another setting.
@@ -99,6 +117,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       corsOrigins: listOf(e.CORS_ORIGINS),
     },
     mqtt: { port: mqttPort },
+    staUpstream: {
+      url: e.STA_UPSTREAM_URL ? withoutTrailingSlash(e.STA_UPSTREAM_URL) : null,
+      origins: [...new Set([...listOf(e.STA_UPSTREAM_ORIGINS).map(originOf), ...(e.STA_UPSTREAM_URL ? [originOf(e.STA_UPSTREAM_URL)] : [])])],
+      timeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    },
     idp: {
       enabled: !production && e.DEV_IDP === 'on',
       port: idpPort,

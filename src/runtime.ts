@@ -13,6 +13,7 @@ import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/da
 import { createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
+import { enablePostgis } from './db/postgis.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -33,8 +34,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
     const staChanges = new StaChangeFeed(db, where.url, log);
-    const staDeps = { db, onChange: (change: Parameters<StaChangeFeed['announce']>[0]) => staChanges.announce(change) };
-    const sta = createStaServer(staDeps);
+    const sta = createStaServer({ db, postgis: await enablePostgis(db, where.url !== null, log), onChange: (change) => staChanges.announce(change) });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps(sta, { namedApiStandardsOf, storageSchemaOf })), { log });
     return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, staChanges };
   } catch (error) {

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import cors from '@fastify/cors';
+import replyFrom from '@fastify/reply-from';
 import type { AppContext } from '../context.js';
 import { baseServerOptions, installCommonPlumbing } from '../app.js';
 import { AppError } from '../errors.js';
@@ -11,6 +12,7 @@ import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-
 import type { PayloadRoute } from './route-table.js';
 import type { StaServer } from '../sta/types.js';
 import { installMqtt } from './mqtt/index.js';
+import { forwardToUpstream } from './sta-upstream.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -45,6 +47,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   }
   await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url) });
   registerHealthRoutes(app, ctx.db);
+  // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
+  await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });
 
   const routes = new RouteTable(ctx.db, { listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log });
   app.addHook('onReady', () => routes.start());
@@ -77,8 +81,15 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
   if (route!.standard === 'OWS') {
     throw new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need MapServer, which this service does not drive yet');
   }
+  const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
+  if (upstreamUrl) {
+    const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route!);
+    return forwardToUpstream(request, reply, { upstreamUrl, publicBase, rawRest: address!.rawRest, timeoutMs: ctx.config.staUpstream.timeoutMs });
+  }
   return forwardToSta(request, reply, ctx.sta, ctx.config.dataApi.baseUrl, route!, address!, decision.rights);
 }
+
+const publicBaseOf = (dataApiUrl: string, route: PayloadRoute) => `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`;
 
 function operationOf(method: string, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
   if (method === 'GET' || method === 'HEAD') return 'read';
@@ -94,7 +105,7 @@ async function forwardToSta(request: FastifyRequest, reply: FastifyReply, sta: S
     query: address.query,
     body: request.body,
     preferMinimal: /\breturn=minimal\b/i.test(String(request.headers['prefer'] ?? '')),
-    baseUrl: `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`,
+    baseUrl: publicBaseOf(dataApiUrl, route),
     schema: route.storageSchema,
     rights,
   });

@@ -11,6 +11,8 @@ export interface PayloadAddress {
   slug: string;
   /** Below the base, percent-decoded, without a `/v1.1` alias: `''`, `/Things(1)`, `/$batch`. */
   rest: string;
+  /** The same, still percent-encoded (what a proxy forwards), alias removed. */
+  rawRest: string;
   /** The raw query string (without `?`). */
   query: string;
 }
@@ -26,10 +28,10 @@ export function payloadAddressOf(request: FastifyRequest): PayloadAddress | null
   const [, rawId = '', rawSlug = '', rawRest = ''] = match;
   const datasetId = decode(rawId).toLowerCase();
   if (!UUID.test(datasetId)) return null;
-  let rest = decode(rawRest).replace(/\/+$/, '');
   // `{base}/v1.1/…` is an alias of `{base}/…`, for clients that append the version.
-  if (rest === '/v1.1' || rest.startsWith('/v1.1/')) rest = rest.slice('/v1.1'.length);
-  return { datasetId, slug: decode(rawSlug), rest, query: queryParts.join('?') };
+  const withoutAlias = /^\/v1\.1(\/|$)/.test(rawRest) ? rawRest.slice('/v1.1'.length) : rawRest;
+  const trimmed = withoutAlias.replace(/\/+$/, '');
+  return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawRest: trimmed, query: queryParts.join('?') };
 }
 
 function decode(text: string): string {

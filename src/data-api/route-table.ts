@@ -11,6 +11,8 @@ export interface PayloadRoute {
   datapoolId: string | null;
   /** The dataset's storage schema, where the payload lives. */
   storageSchema: string;
+  /** Upstream mode: the SensorThings server this API is proxied to (null: ours, or the global STA_UPSTREAM_URL). */
+  upstreamUrl: string | null;
 }
 
 export interface RouteTableOptions {
@@ -101,7 +103,7 @@ export class RouteTable {
           const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
           this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
             datasetId: row.dataset_id, slug: row.slug, standard: row.standard,
-            openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema,
+            openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema, upstreamUrl: row.upstream_url,
           }]));
           this.loadedVersion = version;
         } catch (error) {

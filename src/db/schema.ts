@@ -122,6 +122,7 @@ export interface DatasetNamedApisTable {
   standard: 'OWS' | 'STA';
   version: string | null;
   description: string | null;
+  upstream_url: string | null;
 }
 
 export interface DatasetStylesTable {
@@ -241,6 +242,7 @@ export interface GatewayRoutesView {
   open_data_access: boolean;
   datapool_id: string | null;
   storage_schema: string;
+  upstream_url: string | null;
 }
 
 export interface DB {

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import type { PublishedDataset } from '../helpers/sta-dataset.js';
 
@@ -26,8 +25,3 @@ export async function createSensorChain(dataset: PublishedDataset): Promise<{ th
   return { thingId, datastreamId: datastreams.json().value[0]['@iot.id'] };
 }
 
-/**
- * TEMPORARY until main carries the real SensorThings server (sta-store): these suites need it,
- * and the stand-in answers only the service root. Removed when main is merged.
- */
-export const staServerMissing = !existsSync(new URL('../../src/sta/server.ts', import.meta.url)) && 'needs the real SensorThings server';

@@ -6,11 +6,11 @@ import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.j
 import { grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
-import { createSensorChain, feature, staServerMissing } from './mqtt-fixtures.js';
+import { createSensorChain, feature } from './mqtt-fixtures.js';
 
 // SensorThings over MQTT: receiving updates (OGC 18-088 §14.2) and creating by publish (§14.3).
 for (const kind of databaseKinds()) {
-  describe(`MQTT notifications and creates (${kind})`, { skip: staServerMissing }, () => {
+  describe(`MQTT notifications and creates (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;
     let gateway: { app: FastifyInstance; mqttUrl: string };

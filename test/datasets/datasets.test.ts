@@ -63,8 +63,8 @@ for (const kind of databaseKinds()) {
         assert.deepEqual(created.datapool, { id: pool.id, name: pool.name });
         assert.equal(created.createdBy.name, 'Admin Administrator');
         assert.deepEqual(created.namedApis, [
-          { name: 'Sensors', description: null, slug: 'sensors', standard: 'STA', version: '1.1' },
-          { name: 'Maps', description: null, slug: 'maps', standard: 'OWS', version: null },
+          { name: 'Sensors', description: null, slug: 'sensors', standard: 'STA', version: '1.1', upstreamUrl: null },
+          { name: 'Maps', description: null, slug: 'maps', standard: 'OWS', version: null, upstreamUrl: null },
         ]);
         const done = (await settled(created.id))!;
         assert.deepEqual([done.provisioned, done.pendingSagaType, done.sagaError], [true, null, null]);

@@ -26,6 +26,8 @@ export interface PublishOptions {
   openDataAccess?: boolean;
   datapoolId?: string;
   slug?: string;
+  /** Upstream mode: the SensorThings server the API is proxied to. */
+  upstreamUrl?: string;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function publishDataset(t: TestApp, options: PublishOptions = {}): 
       name: uniqueName('published'), description: 'published for payload tests',
       openDataAccess: options.openDataAccess ?? false,
       ...(options.datapoolId ? { datapoolId: options.datapoolId } : {}),
-      namedApis: [{ name: 'Payload', slug, standard: options.standard ?? 'STA' }],
+      namedApis: [{ name: 'Payload', slug, standard: options.standard ?? 'STA', ...(options.upstreamUrl ? { upstreamUrl: options.upstreamUrl } : {}) }],
     },
   });
   assert.equal(created.statusCode, 201, created.body);

@@ -2,7 +2,7 @@ import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../../context.js';
-import type { RouteTable } from '../route-table.js';
+import type { PayloadRoute, RouteTable } from '../route-table.js';
 import { MqttAccess, type MqttSession } from './mqtt-access.js';
 import { ChangeNotifier } from './notifier.js';
 import { createFromPublish } from './publish-create.js';
@@ -43,6 +43,10 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
     return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
   });
   const dataApiUrl = ctx.config.dataApi.baseUrl;
+  // A route proxied to an upstream SensorThings service keeps its data there: our store never
+  // writes it, so this broker could neither create in it nor announce its changes.
+  const servedHere = (route: PayloadRoute | undefined): route is PayloadRoute =>
+    route?.standard === 'STA' && (route.upstreamUrl ?? ctx.config.staUpstream.url) === null;
 
   const broker = new Aedes({
     authenticate(client, _username, password, done) {
@@ -62,7 +66,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       // Wildcards and topics that name no resource get the failure code (0x80) in the SUBACK.
       if (!topic || !session) return done(null, null);
       access.decide(session, topic.datasetId, topic.slug, 'read').then((decision) => {
-        done(null, decision.outcome === 'allow' && decision.route?.standard === 'STA' ? subscription : null);
+        done(null, decision.outcome === 'allow' && servedHere(decision.route) ? subscription : null);
       }, (error: Error) => {
         log.error({ err: { message: error.message } }, 'MQTT SUBSCRIBE: could not authorize');
         done(null, null);
@@ -75,7 +79,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       // Refused: an error makes aedes close the connection (MQTT 3.1.1 has no negative PUBACK).
       if (!topic || !session) return done(new Error('not a SensorThings collection topic'));
       access.decide(session, topic.datasetId, topic.slug, 'write').then(async (decision) => {
-        if (decision.outcome !== 'allow' || decision.route?.standard !== 'STA') {
+        if (decision.outcome !== 'allow' || !servedHere(decision.route)) {
           log.info({ topic: packet.topic, outcome: decision.outcome }, 'MQTT publish refused; closing the connection');
           return done(new Error('not authorized to write'));
         }

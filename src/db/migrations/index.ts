@@ -9,6 +9,7 @@ import * as dataSourcesAndStructures from './0007_data_sources_and_structures.js
 import * as auditEvents from './0008_audit_events.js';
 import * as searchIndexes from './0010_search_indexes.js';
 import * as gatewayRoutes from './0011_gateway_routes.js';
+import * as namedApiUpstream from './0012_named_api_upstream.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '0008_audit_events': auditEvents,
   '0010_search_indexes': searchIndexes,
   '0011_gateway_routes': gatewayRoutes,
+  '0012_named_api_upstream': namedApiUpstream,
 };

@@ -21,7 +21,7 @@ export async function loadDatasets(db: Database, ids: readonly string[], dataApi
     .select((eb) => [
       jsonObjectFrom(eb.selectFrom('datapools as p').select(['p.id', 'p.name']).whereRef('p.id', '=', 'd.datapool_id')).as('datapool'),
       userRefOf(eb, 'd.created_by').as('creator'),
-      jsonArrayFrom(eb.selectFrom('dataset_named_apis as n').select(['n.name', 'n.description', 'n.slug', 'n.standard', 'n.version'])
+      jsonArrayFrom(eb.selectFrom('dataset_named_apis as n').select(['n.name', 'n.description', 'n.slug', 'n.standard', 'n.version', 'n.upstream_url as upstreamUrl'])
         .whereRef('n.dataset_id', '=', 'd.id').orderBy('n.position')).as('named_apis'),
       // Oldest first: the order in which stage and release name them (pipelines[i]).
       jsonArrayFrom(eb.selectFrom('pipelines as pl').select(['pl.id', 'pl.name', 'pl.description', 'pl.runtime_status as runtimeStatus'])
@@ -112,6 +112,7 @@ export async function setNamedApis(db: Database, datasetId: string, apis: readon
   if (apis.length === 0) return;
   await db.insertInto('dataset_named_apis').values(apis.map((api, position) => ({
     dataset_id: datasetId, position, slug: api.slug, name: api.name, standard: api.standard, version: api.version ?? null, description: api.description ?? null,
+    upstream_url: api.upstreamUrl?.replace(/\/+$/, '') ?? null,
   }))).execute();
 }
 

@@ -16,11 +16,14 @@ export const NamedApi = Type.Object({
   slug: Type.String(),
   standard: StandardSchema,
   version: Type.Union([Type.String(), Type.Null()]),
+  upstreamUrl: Type.Union([Type.String(), Type.Null()], { description: 'STA only: the SensorThings server the gateway proxies this API to (upstream mode), or null for the service\'s own' }),
 }, { title: 'NamedApi' });
 export type NamedApi = Static<typeof NamedApi>;
 
+// What consumers see of a published API: not where it is served from.
+const { upstreamUrl: _internal, ...publicNamedApiProperties } = NamedApi.properties;
 export const PublishedApi = Type.Object({
-  ...NamedApi.properties,
+  ...publicNamedApiProperties,
   previewUrl: Type.String({ description: 'the base URL of the payload API: {DATA_API_URL}/v1/datasets/{id}/{slug}' }),
 }, { title: 'PublishedNamedApi' });
 
@@ -30,6 +33,10 @@ export const NamedApiInput = Type.Object({
   standard: StandardSchema,
   version: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
   description: Type.Optional(Nullable(Type.String({ maxLength: 150 }))),
+  upstreamUrl: Type.Optional(Nullable(Type.String({
+    maxLength: 2048, pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+    description: 'STA only: proxy this API to an existing SensorThings server (e.g. FROST-Server\'s …/v1.1); its origin must be listed in STA_UPSTREAM_ORIGINS',
+  }))),
 }, { additionalProperties: false, title: 'NamedApiInput' });
 export type NamedApiInput = Static<typeof NamedApiInput>;
 

@@ -37,6 +37,8 @@ export interface DatasetsContext {
    * it. The data sources module provides it (wired in app.ts: datasets do not read its tables).
    */
   existingDataSourceIds: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** The origins a named API's `upstreamUrl` may name (STA_UPSTREAM_ORIGINS); none: upstream mode per API is off. */
+  upstreamOrigins: readonly string[];
 }
 
 
@@ -57,14 +59,25 @@ async function authorizeCreateIn(trx: Database, caller: Caller, tenantId: string
   if (!hasPermissionOn(caller, 'DATASET_CREATE', target)) throw accessDenied('DATASET_CREATE');
 }
 
-/** Slugs unique within the dataset and none of the reserved ones; every problem named at once. */
-function checkNamedApis(apis: readonly NamedApiInput[]): void {
+/**
+ * Slugs unique within the dataset and none of the reserved ones; an upstream only for STA and only
+ * on an allowed origin (the gateway would otherwise fetch any URL a data steward names); every
+ * problem named at once.
+ */
+function checkNamedApis(apis: readonly NamedApiInput[], upstreamOrigins: readonly string[]): void {
   const problems: FieldError[] = [];
   const seen = new Set<string>();
   apis.forEach((api, index) => {
     if (RESERVED_SLUGS.includes(api.slug)) problems.push({ field: `namedApis[${index}].slug`, message: `is reserved (${RESERVED_SLUGS.join(', ')})` });
     else if (seen.has(api.slug)) problems.push({ field: `namedApis[${index}].slug`, message: 'is used by another named API of this dataset' });
     seen.add(api.slug);
+    if (api.upstreamUrl) {
+      const field = `namedApis[${index}].upstreamUrl`;
+      if (api.standard !== 'STA') problems.push({ field, message: 'only a SensorThings (STA) API can have an upstream' });
+      else if (!upstreamOrigins.includes(new URL(api.upstreamUrl).origin)) {
+        problems.push({ field, message: upstreamOrigins.length === 0 ? 'upstream mode is not enabled (STA_UPSTREAM_ORIGINS is empty)' : `its origin is not one of STA_UPSTREAM_ORIGINS (${upstreamOrigins.join(', ')})` });
+      }
+    }
   });
   if (problems.length > 0) {
     throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { fieldErrors: problems });
@@ -106,7 +119,7 @@ export async function createDataset(ctx: DatasetsContext, caller: Caller, actor:
   const values: DatasetValues = {
     name: input.name, description: input.description, datapoolId: input.datapoolId ?? null, openDataAccess: input.openDataAccess ?? false,
   };
-  checkNamedApis(input.namedApis ?? []);
+  checkNamedApis(input.namedApis ?? [], ctx.upstreamOrigins);
   return writing(ctx, async (trx) => {
     await authorizeCreateIn(trx, caller, ctx.tenantId, values.datapoolId);
     await insertDataset(trx, id, values, caller.profile?.userId ?? null);
@@ -150,7 +163,7 @@ export async function updateDataset(
 ): Promise<Dataset> {
   const replace = mode === 'replace';
   const namedApis = input.namedApis !== undefined ? input.namedApis ?? [] : replace ? [] : undefined;
-  if (namedApis) checkNamedApis(namedApis);
+  if (namedApis) checkNamedApis(namedApis, ctx.upstreamOrigins);
   return writing(ctx, async (trx) => {
     await prepare(trx, ctx, caller, id, 'update', ['DATASET_UPDATE'], ifMatch);
     const current = await representation(ctx, trx, id);
@@ -241,7 +254,7 @@ export async function deleteDataset(ctx: DatasetsContext, caller: Caller, actor:
 export async function publishedApisOf(ctx: DatasetsContext, caller: Caller, id: string) {
   const dataset = await getDataset(ctx, caller, id);
   if (dataset.dataSetStatus !== 'AVAILABLE') return [];
-  return dataset.namedApis.map((api) => ({ ...api, previewUrl: `${ctx.dataApiUrl}/v1/datasets/${id}/${api.slug}` }));
+  return dataset.namedApis.map(({ upstreamUrl: _internal, ...api }) => ({ ...api, previewUrl: `${ctx.dataApiUrl}/v1/datasets/${id}/${api.slug}` }));
 }
 
 export async function datasetAssignments(ctx: DatasetsContext, caller: Caller, id: string): Promise<Assignment[]> {

@@ -1,0 +1,98 @@
+import { AppError } from '../errors.js';
+import type { QueryOptions } from './query/ast.js';
+import { StaQueryError } from './query/errors.js';
+import { ENTITY_SETS, ENTITIES, type EntityDef } from './model.js';
+import { readCollection, readEntity, type ReadContext } from './read.js';
+import { expandAll, type Shaped } from './expand.js';
+import { propertyValue, rowId, selectionOf, serializeEntity } from './serialize.js';
+import { nextLinkFromQuery, selfLink } from './links.js';
+import { scopeOf, type Target } from './target.js';
+import { dataArrayAnswer } from './data-array.js';
+import type { StaResponse } from './types.js';
+
+/** The conformance classes this server answers to (SensorThings 1.1, part 1). */
+export const CONFORMANCE = [
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/core',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/request-data',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/create-update-delete',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/batch-request',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/data-array',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/create-observations-via-mqtt',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/receive-updates-via-mqtt',
+];
+
+export function serviceRoot(baseUrl: string): StaResponse {
+  return {
+    status: 200,
+    body: {
+      value: ENTITY_SETS.map((name) => ({ name, url: `${baseUrl}/${name}` })),
+      serverSettings: { conformance: CONFORMANCE },
+    },
+  };
+}
+
+export interface GetRequest {
+  baseUrl: string;
+  path: string;
+  query: string;
+}
+
+/** Only `$select` and `$expand` apply to one entity; the paging and filtering options make no sense there. */
+function checkSingleEntityOptions(options: QueryOptions) {
+  for (const [key, name] of [['top', '$top'], ['skip', '$skip'], ['count', '$count'], ['filter', '$filter'], ['orderBy', '$orderby']] as const) {
+    if (options[key] !== undefined) throw new StaQueryError(name, 0, name, `${name} applies to collections only`);
+  }
+}
+
+export async function getTarget(ctx: ReadContext, request: GetRequest, target: Target, options: QueryOptions): Promise<StaResponse> {
+  if (target.kind === 'property') return getProperty(ctx, target);
+  if (target.kind === 'entity') {
+    checkSingleEntityOptions(options);
+    return { status: 200, body: await getEntityJson(ctx, request.baseUrl, target.entity, target.id, options, target.ref) };
+  }
+  const alias = 'c';
+  const parent = target.parent;
+  const scope = parent ? [scopeOf(ctx, parent.nav, parent.id, alias)] : [];
+  if (options.resultFormat === 'dataArray') {
+    if (target.entity !== ENTITIES.Observations) throw new StaQueryError('$resultFormat', 0, 'dataArray', 'dataArray applies to Observations only');
+    return dataArrayAnswer(ctx, request, alias, scope, options);
+  }
+  const selection = target.ref ? selectionOf(target.entity, ['id']) : selectionOf(target.entity, options.select);
+  const result = await readCollection(ctx, target.entity, alias, scope, options, selection.properties);
+  const shaped: Shaped[] = result.rows.map((row) => ({
+    row,
+    json: target.ref ? { '@iot.selfLink': selfLink(request.baseUrl, target.entity, rowId(row)) } : serializeEntity(request.baseUrl, target.entity, row, selection),
+  }));
+  if (!target.ref) await expandAll(ctx, request.baseUrl, target.entity, shaped, options.expand);
+  const body: Record<string, unknown> = {};
+  if (result.count !== undefined) body['@iot.count'] = result.count;
+  body['value'] = shaped.map((s) => s.json);
+  if (result.more) body['@iot.nextLink'] = nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top);
+  return { status: 200, body };
+}
+
+/** One entity as GET shows it (also the body of a create or an update). */
+export async function getEntityJson(ctx: ReadContext, baseUrl: string, entity: EntityDef, id: number, options: QueryOptions, ref = false) {
+  if (ref) return { '@iot.selfLink': selfLink(baseUrl, entity, id) };
+  const selection = selectionOf(entity, options.select);
+  const row = await readEntity(ctx, entity, id, selection.properties);
+  if (!row) throw new AppError('NOT_FOUND', `${entity.singular} ${id} does not exist`);
+  const shaped: Shaped = { row, json: serializeEntity(baseUrl, entity, row, selection) };
+  await expandAll(ctx, baseUrl, entity, [shaped], options.expand);
+  return shaped.json;
+}
+
+async function getProperty(ctx: ReadContext, target: Extract<Target, { kind: 'property' }>): Promise<StaResponse> {
+  const name = target.property === 'id' ? 'id' : target.property.name;
+  let value: unknown = target.id;
+  if (target.property !== 'id') {
+    const row = await readEntity(ctx, target.entity, target.id, [target.property]);
+    if (!row) throw new AppError('NOT_FOUND', `${target.entity.singular} ${target.id} does not exist`);
+    value = propertyValue(row, target.property);
+  }
+  if (!target.value) return { status: 200, body: { [name]: value } };
+  // `$value`: the bare value; text for a string or number, JSON for an object, nothing for null.
+  if (value === null) return { status: 204 };
+  if (typeof value === 'object') return { status: 200, body: value };
+  return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: String(value) };
+}

@@ -1,0 +1,131 @@
+import { StaQueryError } from './errors.js';
+import { parseWkt } from './wkt.js';
+
+/**
+ * Splits a `$filter` / `$orderby` expression into tokens. Operators (`eq`, `and`, …) and the
+ * keywords `true`, `false`, `null`, `not`, `asc`, `desc` come out as plain names: which names are
+ * operators depends on where they stand, so the parser decides. Every token keeps its absolute
+ * position (the offset of the expression inside the option value plus its own index), so errors
+ * point at the character the user wrote.
+ */
+
+export type Token =
+  | { kind: 'name' | '(' | ')' | ',' | '-' | 'eof'; text: string; pos: number }
+  | { kind: 'string' | 'datetime' | 'duration'; text: string; pos: number; value: string }
+  | { kind: 'number'; text: string; pos: number; value: number }
+  | { kind: 'geometry'; text: string; pos: number; value: { type: string; coordinates: unknown } };
+
+// Sticky patterns for single tokens at one position; never applied to a whole expression.
+// A space may stand where `+` began a UTC offset: the query string decodes `+` as a space.
+const DATETIME = /(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+\- ](\d{2}):(\d{2}))?)?/y;
+const NUMBER = /\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const NAME = /[A-Za-z_@][\w.@]*(?:\/[A-Za-z_@][\w.@]*)*/y;
+const DURATION = /^-?P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
+const NAME_CHAR = /[\w.@]/;
+
+/** Names that introduce a quoted literal of their own type, as in `duration'P1D'`. */
+const TYPED_LITERALS = new Set(['duration', 'geography', 'geometry']);
+
+export function tokenize(text: string, where: string, offset = 0): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  const fail = (at: number, token: string, message: string): never => {
+    throw new StaQueryError(where, offset + at, token, message);
+  };
+
+  while (i < text.length) {
+    const c = text[i]!;
+    const pos = offset + i;
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
+    if (c === '(' || c === ')' || c === ',' || c === '-') {
+      tokens.push({ kind: c, text: c, pos });
+      i++;
+      continue;
+    }
+    if (c === "'") {
+      const { value, end } = readQuoted(text, i, fail);
+      tokens.push({ kind: 'string', text: text.slice(i, end), pos, value });
+      i = end;
+      continue;
+    }
+    if (c >= '0' && c <= '9') {
+      DATETIME.lastIndex = i;
+      const dt = DATETIME.exec(text);
+      if (dt) {
+        checkDateTime(dt, () => fail(i, dt[0], 'invalid date-time'));
+        tokens.push({ kind: 'datetime', text: dt[0], pos, value: normaliseOffset(dt[0]) });
+        i += dt[0].length;
+      } else {
+        NUMBER.lastIndex = i;
+        const num = NUMBER.exec(text)!;
+        const value = Number(num[0]);
+        if (!Number.isFinite(value)) fail(i, num[0], 'number out of range');
+        tokens.push({ kind: 'number', text: num[0], pos, value });
+        i += num[0].length;
+      }
+      if (i < text.length && NAME_CHAR.test(text[i]!)) fail(i, text[i]!, 'unexpected character');
+      continue;
+    }
+    NAME.lastIndex = i;
+    const name = NAME.exec(text);
+    if (name) {
+      const end = i + name[0].length;
+      if (text[end] === '/') fail(end, '/', 'a property path segment must follow');
+      const lower = name[0].toLowerCase();
+      if (TYPED_LITERALS.has(lower) && text[end] === "'") {
+        const quoted = readQuoted(text, end, fail);
+        tokens.push(typedLiteral(lower, quoted.value, text.slice(i, quoted.end), pos, offset + end + 1, where));
+        i = quoted.end;
+      } else {
+        tokens.push({ kind: 'name', text: name[0], pos });
+        i = end;
+      }
+      continue;
+    }
+    fail(i, c, 'unexpected character');
+  }
+  tokens.push({ kind: 'eof', text: '', pos: offset + text.length });
+  return tokens;
+}
+
+/** Reads `'…'` starting at the quote; `''` inside stands for one quote. */
+function readQuoted(text: string, start: number, fail: (at: number, token: string, message: string) => never): { value: string; end: number } {
+  let value = '';
+  let i = start + 1;
+  for (;;) {
+    const next = text.indexOf("'", i);
+    if (next < 0) return fail(start, text.slice(start), 'unterminated string literal');
+    value += text.slice(i, next);
+    if (text[next + 1] === "'") {
+      value += "'";
+      i = next + 2;
+    } else {
+      return { value, end: next + 1 };
+    }
+  }
+}
+
+function typedLiteral(kind: string, body: string, text: string, pos: number, bodyPos: number, where: string): Token {
+  if (kind === 'duration') {
+    if (!DURATION.test(body)) throw new StaQueryError(where, pos, text, 'invalid ISO 8601 duration');
+    return { kind: 'duration', text, pos, value: body };
+  }
+  return { kind: 'geometry', text, pos, value: parseWkt(body, where, bodyPos) };
+}
+
+const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Rejects what looks like a date-time but names no real instant (month 13, 31 April, 25:00). */
+function checkDateTime(m: RegExpExecArray, fail: () => never): void {
+  const [, y, mo, d, h, mi, s, , oh, om] = m;
+  const year = Number(y), month = Number(mo), day = Number(d);
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (year === 0 || month < 1 || month > 12 || day < 1) fail();
+  if (day > DAYS_IN_MONTH[month - 1]! || (month === 2 && day === 29 && !leap)) fail();
+  if (h !== undefined && (Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59)) fail();
+  if (oh !== undefined && (Number(oh) > 14 || Number(om) > 59)) fail();
+}
+
+function normaliseOffset(text: string): string {
+  return text.length > 19 && text.includes(' ') ? text.replace(' ', '+') : text;
+}

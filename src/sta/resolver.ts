@@ -1,0 +1,110 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { PropertyResolver, ResolvedProperty } from './query/ast.js';
+import { StaQueryError } from './query/errors.js';
+import { ENTITIES, navigationOf, propertyOf, type EntityDef, type PropertyDef } from './model.js';
+
+/** What every SQL-building module of the store needs to know about the dataset at hand. */
+export interface SqlContext {
+  schema: string;
+  postgis: boolean;
+}
+
+export const tableOf = (ctx: SqlContext, entity: EntityDef) => sql.id(ctx.schema, entity.table);
+
+let aliasCounter = 0;
+/** A fresh table alias, so that nested subqueries never shadow their outer query's alias. */
+export const freshAlias = () => `t${++aliasCounter % 1_000_000}`;
+
+export const column = (alias: string, name: string) => sql.ref(`${alias}.${name}`);
+
+/**
+ * The SQL of one property of a row under `alias`. Datastream times and area are aggregated
+ * from its Observations here, at read time, rather than kept in columns a write must update.
+ */
+export function propertySql(ctx: SqlContext, entity: EntityDef, property: PropertyDef, alias: string): ResolvedProperty {
+  if (entity.set === 'Datastreams' && property.derived) return derivedDatastreamProperty(ctx, property.name, alias);
+  const col = (suffix = '') => column(alias, property.column + suffix);
+  switch (property.kind) {
+    case 'string':
+      return { type: 'string', sql: col() };
+    case 'json':
+    case 'object':
+      return { type: 'json', sql: col() };
+    case 'geometry':
+      return { type: 'geometry', sql: col() };
+    case 'datetime':
+      return { type: 'datetime', sql: col() };
+    case 'interval':
+      return { type: 'interval', start: col('_start'), end: col('_end') };
+  }
+}
+
+function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string): ResolvedProperty {
+  const o = freshAlias();
+  const observations = sql`${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)} where ${column(o, 'datastream_id')} = ${column(alias, 'id')}`;
+  if (name === 'phenomenonTime') {
+    return {
+      type: 'interval',
+      start: sql`(select min(${column(o, 'phenomenon_time_start')}) from ${observations})`,
+      end: sql`(select max(${column(o, 'phenomenon_time_end')}) from ${observations})`,
+    };
+  }
+  if (name === 'resultTime') {
+    return {
+      type: 'interval',
+      start: sql`(select min(${column(o, 'result_time')}) from ${observations})`,
+      end: sql`(select max(${column(o, 'result_time')}) from ${observations})`,
+    };
+  }
+  // observedArea: the convex hull of the features observed, which needs PostGIS.
+  if (!ctx.postgis) return { type: 'geometry', sql: sql`null::jsonb` };
+  const f = freshAlias();
+  return {
+    type: 'geometry',
+    sql: sql`(select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb
+      from ${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)}
+      join ${tableOf(ctx, ENTITIES.FeaturesOfInterest)} as ${sql.id(f)} on ${column(f, 'id')} = ${column(o, 'feature_of_interest_id')}
+      where ${column(o, 'datastream_id')} = ${column(alias, 'id')})`,
+  };
+}
+
+/** Wraps a property of the row a to-one foreign key points at into a scalar subquery. */
+function throughToOne(inner: ResolvedProperty, from: RawBuilder<unknown>): ResolvedProperty {
+  const wrap = (expr: RawBuilder<unknown>) => sql`(select ${expr} from ${from})`;
+  if (inner.type === 'interval') return { type: 'interval', start: wrap(inner.start), end: wrap(inner.end) };
+  return { ...inner, sql: wrap(inner.sql) };
+}
+
+/**
+ * The resolver the query compiler uses for `$filter` and `$orderby` on one entity type:
+ * plain properties, json paths below `properties/`, `parameters/`, `result` and the other json
+ * properties, `id`, and paths through to-one navigations (`Datastream/Thing/name`).
+ */
+export function createResolver(ctx: SqlContext, entity: EntityDef, alias: string, where = '$filter'): PropertyResolver {
+  return {
+    property(path: string[], pos: number): ResolvedProperty {
+      const [head, ...rest] = path;
+      if (head === undefined) throw new StaQueryError(where, pos, '', 'empty property path');
+      if ((head === 'id' || head === '@iot.id') && rest.length === 0) return { type: 'id', sql: column(alias, 'id') };
+      const property = propertyOf(entity, head);
+      if (property) {
+        const resolved = propertySql(ctx, entity, property, alias);
+        if (rest.length === 0) return resolved;
+        if (resolved.type !== 'json') throw new StaQueryError(where, pos, path.join('/'), `${head} has no member ${rest.join('/')}`);
+        // Each member name is a bound parameter; `#>` walks the jsonb by that text array.
+        const members = sql.join(rest.map((member) => sql`${member}`));
+        return { type: 'json', sql: sql`(${resolved.sql} #> array[${members}]::text[])` };
+      }
+      const nav = navigationOf(entity, head);
+      if (nav && !nav.toMany && nav.join.kind === 'fkHere' && rest.length > 0) {
+        // `Datastream/id` is the foreign key itself: no subquery, and its index applies.
+        if (rest.length === 1 && (rest[0] === 'id' || rest[0] === '@iot.id')) return { type: 'id', sql: column(alias, nav.join.column) };
+        const target = ENTITIES[nav.target];
+        const inner = freshAlias();
+        const from = sql`${tableOf(ctx, target)} as ${sql.id(inner)} where ${column(inner, 'id')} = ${column(alias, nav.join.column)}`;
+        return throughToOne(createResolver(ctx, target, inner, where).property(rest, pos), from);
+      }
+      throw new StaQueryError(where, pos, path.join('/'), `${entity.singular} has no property ${path.join('/')}`);
+    },
+  };
+}

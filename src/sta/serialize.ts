@@ -1,0 +1,83 @@
+import { sql, type RawBuilder } from 'kysely';
+import { StaQueryError } from './query/errors.js';
+import { foreignKeys, navigationOf, propertyOf, type EntityDef, type PropertyDef } from './model.js';
+import { column, propertySql, type SqlContext } from './resolver.js';
+import { navigationLink, selfLink } from './links.js';
+
+/**
+ * The select list of an entity and the shaping of its rows into the JSON the standard shows.
+ * Times are formatted by the database (ISO 8601, UTC, milliseconds) so that PGlite and
+ * PostgreSQL answer the same text whatever their drivers make of timestamptz.
+ */
+
+export type Row = Record<string, unknown>;
+
+/** Which properties and navigation links an answer shows, from `$select`. */
+export interface Selection {
+  id: boolean;
+  properties: PropertyDef[];
+  navigations: Set<string>;
+}
+
+export function selectionOf(entity: EntityDef, select: string[] | undefined): Selection {
+  if (!select) return { id: true, properties: entity.properties, navigations: new Set(entity.navigations.map((n) => n.name)) };
+  const selection: Selection = { id: false, properties: [], navigations: new Set() };
+  select.forEach((name, index) => {
+    if (name === 'id' || name === '@iot.id') selection.id = true;
+    else if (propertyOf(entity, name)) selection.properties.push(propertyOf(entity, name)!);
+    else if (navigationOf(entity, name)) selection.navigations.add(name);
+    else throw new StaQueryError('$select', index, name, `${entity.singular} has no property ${name}`);
+  });
+  // In the model's order whatever the order asked for, so that answers read the same.
+  selection.properties.sort((a, b) => entity.properties.indexOf(a) - entity.properties.indexOf(b));
+  return selection;
+}
+
+const isoText = (expr: RawBuilder<unknown>) => sql`to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The columns to select: the id and to-one keys always (links and expansions need them), then the chosen properties. */
+export function selectList(ctx: SqlContext, entity: EntityDef, alias: string, properties: PropertyDef[]): RawBuilder<unknown> {
+  const items: RawBuilder<unknown>[] = [sql`${column(alias, 'id')} as "__id"`];
+  for (const { column: fk } of foreignKeys(entity)) items.push(sql`${column(alias, fk)} as ${sql.id(`__fk_${fk}`)}`);
+  for (const property of properties) {
+    const resolved = propertySql(ctx, entity, property, alias);
+    if (resolved.type === 'interval') {
+      items.push(sql`${isoText(resolved.start)} as ${sql.id(`${property.name}__start`)}`);
+      items.push(sql`${isoText(resolved.end)} as ${sql.id(`${property.name}__end`)}`);
+    } else if (resolved.type === 'datetime') {
+      items.push(sql`${isoText(resolved.sql)} as ${sql.id(property.name)}`);
+    } else {
+      items.push(sql`${resolved.sql} as ${sql.id(property.name)}`);
+    }
+  }
+  return sql.join(items);
+}
+
+export const rowId = (row: Row) => Number(row['__id']);
+export const rowForeignKey = (row: Row, fkColumn: string) => (row[`__fk_${fkColumn}`] == null ? null : Number(row[`__fk_${fkColumn}`]));
+
+/** An interval as the standard writes it: one instant when start = end, else `start/end`. */
+export function intervalText(start: unknown, end: unknown): string | null {
+  if (start == null) return null;
+  return start === end || end == null ? String(start) : `${String(start)}/${String(end)}`;
+}
+
+export function propertyValue(row: Row, property: PropertyDef): unknown {
+  if (property.kind === 'interval') return intervalText(row[`${property.name}__start`], row[`${property.name}__end`]);
+  return row[property.name] ?? null;
+}
+
+/** One entity as JSON: `@iot.id`, `@iot.selfLink`, the chosen properties, then the navigation links. */
+export function serializeEntity(baseUrl: string, entity: EntityDef, row: Row, selection: Selection): Record<string, unknown> {
+  const id = rowId(row);
+  const out: Record<string, unknown> = {};
+  if (selection.id) {
+    out['@iot.id'] = id;
+    out['@iot.selfLink'] = selfLink(baseUrl, entity, id);
+  }
+  for (const property of selection.properties) out[property.name] = propertyValue(row, property);
+  for (const nav of entity.navigations) {
+    if (selection.navigations.has(nav.name)) out[`${nav.name}@iot.navigationLink`] = navigationLink(baseUrl, entity, id, nav.name);
+  }
+  return out;
+}

@@ -1,0 +1,83 @@
+import { AppError } from '../errors.js';
+import type { Database } from '../db/client.js';
+import type { QueryOptions, ResourcePath } from './query/ast.js';
+import { parseResourcePath } from './query/parse-path.js';
+import { parseQueryOptions } from './query/parse-options.js';
+import { provisionStorage } from './storage.js';
+import { resolveTarget } from './target.js';
+import { getTarget, serviceRoot } from './get.js';
+import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
+import type { ReadContext } from './read.js';
+import type { Change } from './write-sql.js';
+import type { StaRequest, StaResponse, StaServer } from './types.js';
+import { serveBatch } from './batch.js';
+import { createObservations } from './create-observations.js';
+
+export interface StaServerDeps {
+  db: Database;
+  /** PostGIS functions available (PostgreSQL with the extension); PGlite has none. */
+  postgis?: boolean;
+  /** `$top` when none is given. */
+  pageSize?: number;
+  /** The largest page served; a greater `$top` is served as this, with a next link. */
+  maxTop?: number;
+  /** Called after each commit for every entity created, updated or deleted (the MQTT extension listens). */
+  onChange?: (change: Change) => void;
+}
+
+/**
+ * Requests that are not resources but operations (`$batch`, the data-array `CreateObservations`)
+ * are served by their own modules; until they are wired here they answer 404.
+ */
+export type Operation = (deps: StaServerDeps, request: StaRequest, serve: ServeWith) => Promise<StaResponse>;
+/** One request served with other deps (a `$batch` atomicity group's transaction as `db`). */
+export type ServeWith = (deps: StaServerDeps, request: StaRequest) => Promise<StaResponse>;
+const OPERATIONS: Record<string, Operation | undefined> = {
+  '/$batch': serveBatch,
+  '/CreateObservations': createObservations,
+};
+
+/** A request whose path and options are parsed already: method × what the path addresses. */
+export async function dispatch(deps: StaServerDeps, request: StaRequest, path: ResourcePath, options: QueryOptions): Promise<StaResponse> {
+  const read: ReadContext = {
+    db: deps.db, schema: request.schema, postgis: deps.postgis ?? false, pageSize: deps.pageSize ?? 100, maxTop: deps.maxTop ?? 1000,
+  };
+  const isRead = request.method === 'GET' || request.method === 'HEAD';
+  if (path.length === 0) {
+    if (!isRead) throw new AppError('MALFORMED_REQUEST', 'The service root takes GET only', { status: 405 });
+    return serviceRoot(request.baseUrl);
+  }
+  const target = await resolveTarget(deps.db, read, path);
+  if (isRead) return getTarget(read, request, target, options);
+  const writeDeps: WriteDeps = { read, ...(deps.onChange ? { onChange: deps.onChange } : {}) };
+  const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal };
+  switch (request.method) {
+    case 'POST': return createAt(writeDeps, write, target);
+    case 'PATCH': return updateAt(writeDeps, write, target, 'patch');
+    case 'PUT': return updateAt(writeDeps, write, target, 'put');
+    default: return deleteAt(writeDeps, target);
+  }
+}
+
+export function createStaServer(deps: StaServerDeps): StaServer {
+  return {
+    async handle(request) {
+      const pathText = request.path === '/' ? '' : request.path;
+      if (Object.hasOwn(OPERATIONS, pathText)) {
+        const operation = OPERATIONS[pathText];
+        if (!operation) throw new AppError('NOT_FOUND', `${pathText.slice(1)} is not served yet`);
+        return operation(deps, request, (inner, sub) => createStaServer(inner).handle(sub));
+      }
+      const normalized = { ...request, path: pathText };
+      const path = pathText === '' ? [] : parseResourcePath(pathText);
+      // Options matter to reads only; a write ignores them rather than failing on them.
+      const isRead = request.method === 'GET' || request.method === 'HEAD';
+      const options = isRead ? parseQueryOptions(request.query) : {};
+      const response = await dispatch(deps, normalized, path, options);
+      if (request.method !== 'HEAD') return response;
+      const { body: _body, ...head } = response;
+      return head;
+    },
+    provision: (trx, schema) => provisionStorage(trx, schema),
+  };
+}

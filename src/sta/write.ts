@@ -1,0 +1,114 @@
+import { sql, type RawBuilder } from 'kysely';
+import { AppError, validationFailed } from '../errors.js';
+import type { Database } from '../db/client.js';
+import type { EntityDef } from './model.js';
+import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
+import { createEntity, linkToMany } from './deep-insert.js';
+import { checkLinked, columnValues, recordChange, updateRow, type Change, type WriteContext } from './write-sql.js';
+import { tableOf, type SqlContext } from './resolver.js';
+import { getEntityJson } from './get.js';
+import type { ReadContext } from './read.js';
+import { selfLink } from './links.js';
+import type { Target } from './target.js';
+import type { StaResponse } from './types.js';
+
+/**
+ * Create, update and delete: each request in one transaction, its changes reported to
+ * `onChange` only after the commit (a rolled-back write announces nothing).
+ */
+
+export interface WriteDeps {
+  read: ReadContext;
+  onChange?: (change: Change) => void;
+}
+
+export interface WriteRequest {
+  body: unknown;
+  baseUrl: string;
+  preferMinimal: boolean;
+}
+
+async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
+  const changes: Change[] = [];
+  const ctx: SqlContext = { schema: deps.read.schema, postgis: deps.read.postgis };
+  const db = deps.read.db;
+  // Inside a $batch atomicity group the batch owns the transaction, and its onChange holds what
+  // it is told until that transaction commits.
+  const result = db.isTransaction
+    ? await work({ trx: db, ctx, changes })
+    : await db.transaction().execute((trx) => work({ trx: trx as Database, ctx, changes }));
+  for (const change of changes) {
+    try {
+      deps.onChange?.(change);
+    } catch {
+      // A listener's fault must not turn a committed write into an error answer.
+    }
+  }
+  return result;
+}
+
+/** The entity as it now reads, with the create/update status, or 204 when the client asked for minimal. */
+async function answer(deps: WriteDeps, request: WriteRequest, entity: EntityDef, id: number, status: number): Promise<StaResponse> {
+  const location = selfLink(request.baseUrl, entity, id);
+  if (request.preferMinimal) return { status: 204, headers: { location } };
+  const body = await getEntityJson(deps.read, request.baseUrl, entity, id, {});
+  return status === 201 ? { status, headers: { location }, body } : { status, body };
+}
+
+export async function createAt(deps: WriteDeps, request: WriteRequest, target: Target): Promise<StaResponse> {
+  if (target.kind !== 'collection' || target.ref) throw new AppError('MALFORMED_REQUEST', 'POST creates entities in an entity set or a navigation collection', { status: 405 });
+  const parsed = parseEntity(target.entity, request.body, '', 'create');
+  if (target.parent) {
+    // `Things(1)/Datastreams`: the new Datastream's Thing is Thing 1, whatever the body says.
+    const inverse = target.entity.navigations.find((n) => n.name === target.parent!.nav.inverse)!;
+    const link = { kind: 'ref' as const, id: target.parent.id, field: inverse.name };
+    if (inverse.toMany) parsed.toMany.set(inverse, [...(parsed.toMany.get(inverse) ?? []), link]);
+    else parsed.toOne.set(inverse, link);
+  }
+  const id = await inTransaction(deps, (w) => createEntity(w, parsed));
+  return answer(deps, request, target.entity, id, 201);
+}
+
+function updateAssignments(parsed: ParsedEntity, mode: WriteMode): [string, RawBuilder<unknown>][] {
+  const assignments: [string, RawBuilder<unknown>][] = [];
+  for (const property of parsed.entity.properties) {
+    if (property.derived) continue;
+    if (parsed.values.has(property)) assignments.push(...columnValues(property, parsed.values.get(property)!));
+    // PUT replaces the whole entity: what it omits is cleared (required ones were checked present).
+    else if (mode === 'put' && property.defaultsToNow) assignments.push([`${property.column}_start`, sql`now()`], [`${property.column}_end`, sql`now()`]);
+    else if (mode === 'put') assignments.push(...columnValues(property, null));
+  }
+  return assignments;
+}
+
+export async function updateAt(deps: WriteDeps, request: WriteRequest, target: Target, mode: 'patch' | 'put'): Promise<StaResponse> {
+  if (target.kind !== 'entity' || target.ref) throw new AppError('MALFORMED_REQUEST', `${mode.toUpperCase()} updates one entity`, { status: 405 });
+  const { entity, id } = target;
+  const parsed = parseEntity(entity, request.body, '', mode);
+  if (parsed.id !== undefined && Number(parsed.id) !== id) throw validationFailed('@iot.id', `is ${id} in the path; an entity's id cannot change`);
+  await inTransaction(deps, async (w) => {
+    const assignments = updateAssignments(parsed, mode);
+    for (const [nav, input] of parsed.toOne) {
+      if (nav.join.kind !== 'fkHere') continue;
+      const linkedId = input.kind === 'ref' ? (await checkLinked(w, nav.target, input.id, input.field), input.id) : await createEntity(w, input.parsed);
+      assignments.push([nav.join.column, sql`${linkedId}`]);
+    }
+    await updateRow(w, entity, id, assignments);
+    recordChange(w, entity, id, 'update');
+    await linkToMany(w, entity, id, parsed, true);
+  });
+  return answer(deps, request, entity, id, 200);
+}
+
+export async function deleteAt(deps: WriteDeps, target: Target): Promise<StaResponse> {
+  if (target.kind !== 'entity' || target.ref) throw new AppError('MALFORMED_REQUEST', 'DELETE removes one entity', { status: 405 });
+  const { entity, id } = target;
+  await inTransaction(deps, async (w) => {
+    // The foreign keys cascade as the standard says (a Thing takes its Datastreams along, ...).
+    const { rows } = await sql`delete from ${tableOf(w.ctx, entity)} where id = ${id} returning id`.execute(w.trx);
+    if (rows.length === 0) throw new AppError('NOT_FOUND', `${entity.singular} ${id} does not exist`);
+    recordChange(w, entity, id, 'delete');
+  });
+  return { status: 204 };
+}
+
