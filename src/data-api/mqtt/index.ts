@@ -40,10 +40,17 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
     broker = await createStaBroker(ctx, routes, app.log);
     if (options.port === null) return;
     const server = createServer((socket) => broker?.handle(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port!, options.host, () => resolve());
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port!, options.host, () => resolve());
+      });
+    } catch (error) {
+      // The HTTP API (and MQTT over WebSocket) is this process's main service; a port taken by
+      // another process (several on one machine, as in the fault tests) must not stop it.
+      app.log.error({ port: options.port, err: { message: (error as Error).message } }, 'SensorThings MQTT: cannot listen on MQTT_PORT; MQTT over TCP is off in this process (over WebSocket it stays)');
+      return;
+    }
     tcp = server;
     app.log.info({ port: options.port }, 'SensorThings MQTT broker listening');
   });
