@@ -81,6 +81,10 @@ for (const kind of databaseKinds()) {
       const read = await dataset.request('GET', `/Observations(${message['@iot.id']})`);
       assert.equal(read.statusCode, 200, read.body);
       assert.equal(read.json().result, 42);
+      // To the entity set, the Datastream is named by a link, as in an HTTP POST.
+      const viaSet = nextMessage(reader, inDatastream);
+      await writer.publishAsync(topic('/Observations'), JSON.stringify({ result: 43, Datastream: { '@iot.id': chain.datastreamId }, FeatureOfInterest: feature('pole') }), { qos: 1 });
+      assert.equal((await viaSet)['result'], 43);
       // A message that is not an entity is dropped and the connection stays.
       await writer.publishAsync(inDatastream, 'not json', { qos: 1 });
       assert.ok(writer.connected);

@@ -1,9 +1,10 @@
+import { parseResourcePath, StaQueryError } from '../../sta/query/index.js';
+
 /**
  * SensorThings MQTT topics (OGC 18-088 §14): a topic is the resource's path below DATA_API_URL
  * without the leading slash, `v1/datasets/{id}/{slug}/Datastreams(7)/Observations`. The standard
  * subscribes to resource paths, so the broker only ever matches whole topics, never wildcards.
  */
-
 /** What a topic names. `path` is below the route's base, without the `v1.1` alias: `/Things(1)`. */
 export interface StaTopic {
   datasetId: string;
@@ -14,32 +15,39 @@ export interface StaTopic {
 }
 
 const ROUTE = /^v1\/datasets\/([^/]+)\/([^/]+)\/(.+)$/;
-const SEGMENT = /^([A-Z][A-Za-z]*)(?:\((\d{1,15})\))?$/;
-const PROPERTY = /^[a-z][A-Za-z0-9_]*$/;
+const ENTITY_SETS = new Set(['Things', 'Locations', 'HistoricalLocations', 'Datastreams', 'Sensors', 'ObservedProperties', 'Observations', 'FeaturesOfInterest']);
 
 /**
- * Splits a topic into its route and resource, or null when it is not one the broker serves. Only
- * the shapes notifications are sent for: `Set`, `Set(id)`, `Set(id)/Collection`, `Set(id)/property`.
- * Whether the entity set exists is left to the SensorThings server (a topic naming none gets nothing).
+ * Splits a topic into its route and resource, or null when it is not one the broker serves. The
+ * resource path goes through the query language's own path parser, so that a topic and a URL
+ * agree on what a path is; of its shapes, only those notifications are sent for are topics:
+ * `Set`, `Set(id)`, `Set(id)/Collection`, `Set(id)/property`.
  */
 export function parseTopic(topic: string): StaTopic | null {
   if (topic.includes('+') || topic.includes('#') || topic.includes('?')) return null;
   const match = ROUTE.exec(topic);
   if (!match) return null;
-  const [, datasetId = '', slug = '', rawRest = ''] = match;
+  const [, rawId = '', slug = '', rawRest = ''] = match;
   // `{slug}/v1.1/…` is an alias for clients that append the version, as on HTTP.
-  const rest = rawRest.startsWith('v1.1/') ? rawRest.slice('v1.1/'.length) : rawRest;
-  const segments = rest.split('/');
-  const first = SEGMENT.exec(segments[0] ?? '');
-  if (!first || segments.length > 2) return null;
-  const hasId = first[2] !== undefined;
-  const path = `/${rest}`;
-  if (segments.length === 1) return { datasetId: datasetId.toLowerCase(), slug, path, kind: hasId ? 'entity' : 'collection' };
-  const second = segments[1]!;
-  if (!hasId) return null;
-  if (SEGMENT.test(second) && !second.includes('(')) return { datasetId: datasetId.toLowerCase(), slug, path, kind: 'collection' };
-  if (PROPERTY.test(second)) return { datasetId: datasetId.toLowerCase(), slug, path, kind: 'property' };
-  return null;
+  const path = `/${rawRest.startsWith('v1.1/') ? rawRest.slice('v1.1/'.length) : rawRest}`;
+  const kind = kindOf(path);
+  return kind && { datasetId: rawId.toLowerCase(), slug, path, kind };
+}
+
+function kindOf(path: string): StaTopic['kind'] | null {
+  let segments;
+  try {
+    segments = parseResourcePath(path);
+  } catch (error) {
+    if (error instanceof StaQueryError) return null;
+    throw error;
+  }
+  const [first, second, ...more] = segments;
+  if (first?.kind !== 'entitySet' || !ENTITY_SETS.has(first.name) || more.length > 0) return null;
+  if (!second) return first.id === undefined ? 'collection' : 'entity';
+  if (first.id === undefined) return null;
+  if (second.kind === 'property') return 'property';
+  return second.kind === 'navigation' && second.id === undefined && ENTITY_SETS.has(second.name) ? 'collection' : null;
 }
 
 /** The topic prefix of a route: every topic of that route starts with it. */
