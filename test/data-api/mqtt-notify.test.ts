@@ -7,6 +7,7 @@ import { grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
 import { createSensorChain, feature } from './mqtt-fixtures.js';
+import { CALLER_TTL_MS } from '../../src/data-api/mqtt/mqtt-access.js';
 
 // SensorThings over MQTT: receiving updates (OGC 18-088 §14.2) and creating by publish (§14.3).
 for (const kind of databaseKinds()) {
@@ -88,6 +89,29 @@ for (const kind of databaseKinds()) {
       // A message that is not an entity is dropped and the connection stays.
       await writer.publishAsync(inDatastream, 'not json', { qos: 1 });
       assert.ok(writer.connected);
+    });
+
+    test('a revoked right stops the messages of an existing subscription within seconds', async () => {
+      const email = uniqueEmail('revoked');
+      const scope = { scopeType: 'DATASET' as const, scopeId: dataset.datasetId };
+      const follower = track(await connect(gateway.mqttUrl, await grant(t, email, ['DATASET_PAYLOAD_READ'], scope)));
+      const things = topic('/Things');
+      assert.equal(await subscribeOne(follower, things), 0);
+      const createThing = async (name: string) => assert.equal((await dataset.request('POST', '/Things', { name, description: 'x' })).statusCode, 201);
+      const first = nextMessage(follower, things);
+      await createThing('before');
+      assert.equal((await first)['name'], 'before');
+
+      await t.ctx.db.updateTable('users').set({ active: false }).where('email', '=', email).execute();
+      await new Promise((resolve) => setTimeout(resolve, CALLER_TTL_MS + 100));
+      // The first message after the rights went stale has them reloaded; the next one is withheld.
+      await createThing('reloading');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const received: string[] = [];
+      follower.on('message', (_topic, payload) => received.push(JSON.parse(payload.toString()).name));
+      await createThing('after');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      assert.deepEqual(received.filter((name) => name === 'after'), []);
     });
 
     test('a PUBLISH without the write right closes the connection and creates nothing', async () => {

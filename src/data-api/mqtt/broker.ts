@@ -93,8 +93,15 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       });
     },
 
-    // Packets a client published carry its id; only the broker's own notifications go out.
-    authorizeForward: (_client, packet) => ((packet as { clientId?: string }).clientId === undefined ? packet : null),
+    authorizeForward(client, packet) {
+      // Packets a client published carry its id; only the broker's own notifications go out.
+      if ((packet as { clientId?: string }).clientId !== undefined) return null;
+      const session = sessions.get(client);
+      const [, , datasetId = '', slug = ''] = packet.topic.split('/');
+      const route = routes.lookup(datasetId, slug);
+      // A subscription was authorized once; each message is checked again against current rights.
+      return session && servedHere(route) && access.mayReadNow(session, route) ? packet : null;
+    },
   });
   await broker.listen();
 

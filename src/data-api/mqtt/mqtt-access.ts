@@ -7,10 +7,11 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
 
 /**
  * Who an MQTT connection acts for. The password of CONNECT is an access token (the username is
- * ignored); no password is an anonymous client. The caller is loaded again at a SUBSCRIBE or
- * PUBLISH once it is older than `CALLER_TTL_MS`: an MQTT connection lives for hours, and a revoked
- * permission or an expired token must bite within seconds, not at the next reconnect, while a
- * client publishing many observations a second should not cost a permission query each.
+ * ignored); no password is an anonymous client. The caller is loaded again (token verified, rights
+ * read) once it is older than `CALLER_TTL_MS`, at a SUBSCRIBE, a PUBLISH or a message delivered: an
+ * MQTT connection lives for hours, and a revoked permission or an expired token must bite within
+ * seconds, not at the next reconnect, while a client publishing many observations a second should
+ * not cost a permission query each.
  */
 export const CALLER_TTL_MS = 5_000;
 
@@ -20,6 +21,8 @@ export interface MqttSession {
   /** Null for an anonymous client, and for one whose token stopped verifying since CONNECT. */
   caller: Caller | null;
   loadedAt: number;
+  /** A reload under way, shared by whoever needs the caller meanwhile. */
+  refreshing?: Promise<void> | undefined;
 }
 
 export type TopicDecision = PayloadDecision & { route?: PayloadRoute };
@@ -43,10 +46,27 @@ export class MqttAccess {
     return { ...decidePayloadAccess(session.caller, route, operation), ...(route ? { route } : {}) };
   }
 
-  private async refresh(session: MqttSession): Promise<void> {
-    if (session.token === null || this.now() - session.loadedAt < CALLER_TTL_MS) return;
-    session.caller = await this.callerOf(session.token);
-    session.loadedAt = this.now();
+  /**
+   * Whether a message of a route may still go to this subscriber, decided at once with the caller
+   * as last loaded (aedes asks synchronously, once per message and subscriber); a stale caller is
+   * reloaded in the background for the next message. So a revoked right, an expired token or a
+   * dataset no longer open stops the messages within about CALLER_TTL_MS.
+   */
+  mayReadNow(session: MqttSession, route: PayloadRoute | undefined): boolean {
+    if (session.token !== null && this.now() - session.loadedAt >= CALLER_TTL_MS) {
+      this.refresh(session).catch(() => { /* kept as it was; the next message tries again */ });
+    }
+    return decidePayloadAccess(session.caller, route, 'read').outcome === 'allow';
+  }
+
+  private refresh(session: MqttSession): Promise<void> {
+    if (session.token === null || this.now() - session.loadedAt < CALLER_TTL_MS) return Promise.resolve();
+    const token = session.token;
+    session.refreshing ??= this.callerOf(token).then((caller) => {
+      session.caller = caller;
+      session.loadedAt = this.now();
+    }).finally(() => { session.refreshing = undefined; });
+    return session.refreshing;
   }
 
   private async callerOf(token: string): Promise<Caller | null> {
