@@ -2,6 +2,7 @@ import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../../context.js';
+import { CallerCache } from '../../access/caller-cache.js';
 import type { PayloadRoute, RouteTable } from '../route-table.js';
 import { MqttAccess, type MqttSession } from './mqtt-access.js';
 import { ChangeNotifier } from './notifier.js';
@@ -36,7 +37,7 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * an MQTT 5 CONNECT is answered "unacceptable protocol version".
  */
 export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
-  const access = new MqttAccess({ db: ctx.db, verifier: ctx.verifier, routes });
+  const access = new MqttAccess({ callers: new CallerCache(ctx.db), verifier: ctx.verifier, routes });
   const sessions = new WeakMap<Client, MqttSession>();
   const subscriptions = new SubscriptionIndex((topic) => {
     const parsed = parseTopic(topic);

@@ -1,5 +1,5 @@
-import type { Database } from '../../db/client.js';
-import { loadCaller, type Caller } from '../../access/caller.js';
+import type { Caller } from '../../access/caller.js';
+import type { CallerCache } from '../../access/caller-cache.js';
 import { identityOf } from '../../http/authentication.js';
 import { TokenRejectedError, type TokenVerifier } from '../../http/token-verifier.js';
 import { decidePayloadAccess, type PayloadDecision, type PayloadOperation } from '../payload-access.js';
@@ -11,7 +11,8 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
  * read) once it is older than `CALLER_TTL_MS`, at a SUBSCRIBE, a PUBLISH or a message delivered: an
  * MQTT connection lives for hours, and a revoked permission or an expired token must bite within
  * seconds, not at the next reconnect, while a client publishing many observations a second should
- * not cost a permission query each.
+ * not cost a permission query each (the caller cache makes a reload one sequence read when no
+ * access changed).
  */
 export const CALLER_TTL_MS = 5_000;
 
@@ -28,7 +29,7 @@ export interface MqttSession {
 export type TopicDecision = PayloadDecision & { route?: PayloadRoute };
 
 export class MqttAccess {
-  constructor(private readonly deps: { db: Database; verifier: TokenVerifier; routes: RouteTable; now?: () => number }) {}
+  constructor(private readonly deps: { callers: CallerCache; verifier: TokenVerifier; routes: RouteTable; now?: () => number }) {}
 
   /** A session for a CONNECT; null when a token was given but does not verify (CONNACK 5). */
   async connect(password: Buffer | undefined): Promise<MqttSession | null> {
@@ -72,7 +73,7 @@ export class MqttAccess {
   private async callerOf(token: string): Promise<Caller | null> {
     try {
       const verified = await this.deps.verifier.verify(token);
-      return await loadCaller(this.deps.db, identityOf(verified), null);
+      return await this.deps.callers.load(identityOf(verified), null);
     } catch (error) {
       if (error instanceof TokenRejectedError) return null;
       throw error;
