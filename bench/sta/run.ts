@@ -58,6 +58,19 @@ function serverEnv(extra: Record<string, string>): Record<string, string> {
   };
 }
 
+let running: ServerProcess | null = null;
+
+/**
+ * Fails the run when the server is gone: on a shared machine something outside the benchmark may
+ * stop it (a SIGTERM shows as "shutting down" in its log), and figures of refused connections mean nothing.
+ */
+function checkServer(after: string) {
+  const child = running?.child;
+  if (child && (child.exitCode !== null || child.signalCode !== null)) {
+    throw new Error(`the server stopped during "${after}" (exit ${child.exitCode ?? child.signalCode}); a signal from outside the benchmark? see ${logFile}`);
+  }
+}
+
 async function tokenOf(email: string): Promise<string> {
   const response = await fetch(`${ISSUER}/protocol/openid-connect/token`, {
     method: 'POST',
@@ -108,6 +121,7 @@ async function measureReads(databaseUrl: string, dataset: StaDataset, token: str
   for (const read of reads) {
     say(`HTTP: GET ${read.path}`);
     http.push(await httpLoad(dataset.base + read.path, { connections: CONNECTIONS, seconds: DURATION, headers, warmupSeconds: WARMUP }));
+    checkServer(read.name);
     say(`  ${brief(http.at(-1)!)}`);
   }
   const prefix = new URL(dataset.base).pathname;
@@ -177,8 +191,10 @@ async function measureWrites(databaseUrl: string, dataset: StaDataset, token: st
   const url = `${dataset.base}/Datastreams(${datastreamId})/Observations`;
   const body = JSON.stringify({ result: 21.5 });
   const singlePost = await httpLoad(url, { method: 'POST', body, headers, okStatus: 201, connections: CONNECTIONS, seconds: DURATION, warmupSeconds: WARMUP });
+  checkServer('single POSTs');
   say(`  single POSTs: ${brief(singlePost)}`);
   const singlePostMinimal = await httpLoad(url, { method: 'POST', body, headers: { ...headers, prefer: 'return=minimal' }, okStatus: 204, connections: CONNECTIONS, seconds: DURATION, warmupSeconds: WARMUP });
+  checkServer('single POSTs, return=minimal');
   say(`  single POSTs, return=minimal: ${brief(singlePostMinimal)}`);
   return { createObservations, singlePost, singlePostMinimal };
 }
@@ -208,6 +224,7 @@ async function main() {
       command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/,
       env: serverEnv({ DATABASE_URL: database.url }), readyUrl: `${API}/health/ready`, logFile,
     });
+    running = server;
     say(`server ready after ${(server.readyMs / 1000).toFixed(2)} s`);
     const token = await tokenOf(ADMIN_EMAIL);
     const dataset = await releasedStaDataset(API, DATA_API, token, 'SensorThings benchmark');
@@ -232,10 +249,12 @@ async function main() {
 
     say('gateway cost: (a) bearer token on the closed dataset');
     const bearer = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, headers: { authorization: `Bearer ${token}` }, warmupSeconds: WARMUP });
+    checkServer('gateway cost (a)');
     say(`  ${brief(bearer)}`);
     await openForAnonymousReads(API, token, dataset, reads[0]!.path);
     say('gateway cost: (b) anonymous on openDataAccess');
     const anonymous = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, warmupSeconds: WARMUP });
+    checkServer('gateway cost (b)');
     say(`  ${brief(anonymous)}`);
     say('gateway cost: (c) the STA handler in process');
     const handler = await measureHandler(database.url, dataset, latest.path, latest.query);
