@@ -70,7 +70,14 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
       info: {
         title: 'Data Management API',
         version: '2.0.0',
-        description: 'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
+        description: [
+          'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
+          '',
+          `A released dataset's named APIs are served by the data API (${ctx.config.dataApi.baseUrl}) at their previewUrl, \`/v1/datasets/{id}/{slug}\`:`,
+          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$batch`, `CreateObservations`, MQTT);',
+          'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE; a rejected token answers 401 with an HTML page.',
+          'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
+        ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },

@@ -12,6 +12,7 @@ import { SagaRunner } from './jobs/saga-runner.js';
 import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
 import { createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
+import { enablePostgis } from './db/postgis.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -31,7 +32,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
-    const sta = createStaServer({ db });
+    const sta = createStaServer({ db, postgis: await enablePostgis(db, where.url !== null, log) });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps(sta, { namedApiStandardsOf, storageSchemaOf })), { log });
     return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta };
   } catch (error) {

@@ -10,6 +10,8 @@ import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
 import type { ReadContext } from './read.js';
 import type { Change } from './write-sql.js';
 import type { StaRequest, StaResponse, StaServer } from './types.js';
+import { serveBatch } from './batch.js';
+import { createObservations } from './create-observations.js';
 
 export interface StaServerDeps {
   db: Database;
@@ -27,10 +29,12 @@ export interface StaServerDeps {
  * Requests that are not resources but operations (`$batch`, the data-array `CreateObservations`)
  * are served by their own modules; until they are wired here they answer 404.
  */
-type Operation = (request: StaRequest) => Promise<StaResponse>;
+export type Operation = (deps: StaServerDeps, request: StaRequest, serve: ServeWith) => Promise<StaResponse>;
+/** One request served with other deps (a `$batch` atomicity group's transaction as `db`). */
+export type ServeWith = (deps: StaServerDeps, request: StaRequest) => Promise<StaResponse>;
 const OPERATIONS: Record<string, Operation | undefined> = {
-  '/$batch': undefined,
-  '/CreateObservations': undefined,
+  '/$batch': serveBatch,
+  '/CreateObservations': createObservations,
 };
 
 /** A request whose path and options are parsed already: method × what the path addresses. */
@@ -62,7 +66,7 @@ export function createStaServer(deps: StaServerDeps): StaServer {
       if (Object.hasOwn(OPERATIONS, pathText)) {
         const operation = OPERATIONS[pathText];
         if (!operation) throw new AppError('NOT_FOUND', `${pathText.slice(1)} is not served yet`);
-        return operation(request);
+        return operation(deps, request, (inner, sub) => createStaServer(inner).handle(sub));
       }
       const normalized = { ...request, path: pathText };
       const path = pathText === '' ? [] : parseResourcePath(pathText);

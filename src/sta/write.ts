@@ -31,7 +31,12 @@ export interface WriteRequest {
 async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
   const changes: Change[] = [];
   const ctx: SqlContext = { schema: deps.read.schema, postgis: deps.read.postgis };
-  const result = await deps.read.db.transaction().execute((trx) => work({ trx: trx as Database, ctx, changes }));
+  const db = deps.read.db;
+  // Inside a $batch atomicity group the batch owns the transaction, and its onChange holds what
+  // it is told until that transaction commits.
+  const result = db.isTransaction
+    ? await work({ trx: db, ctx, changes })
+    : await db.transaction().execute((trx) => work({ trx: trx as Database, ctx, changes }));
   for (const change of changes) {
     try {
       deps.onChange?.(change);

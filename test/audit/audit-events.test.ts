@@ -218,7 +218,7 @@ for (const kind of databaseKinds()) {
         assert.equal(create!.before, null);
         assert.deepEqual(create!.after, {
           name: created.name, description: 'first', datapoolId: null, openDataAccess: false, dataSetStatus: 'DRAFT',
-          namedApis: [{ name: 'Sensors', description: null, slug: 'sensors', standard: 'STA', version: '1.1' }],
+          namedApis: [{ name: 'Sensors', description: null, slug: 'sensors', standard: 'STA', version: '1.1', upstreamUrl: null }],
         });
         assert.deepEqual([patch!.before.description, patch!.after.description], ['first', 'second']);
         assert.deepEqual([stage!.before.dataSetStatus, stage!.after.dataSetStatus], ['DRAFT', 'READY']);

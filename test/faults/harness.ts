@@ -136,7 +136,7 @@ export function startServer(env: Record<string, string>, ports: ServerPorts, mod
     idpUrl: `http://127.0.0.1:${ports.idp}`,
     lines,
     exited,
-    waitForLine: (pattern, ms = 20_000) => {
+    waitForLine: (pattern, ms = 45_000) => {
       const seen = lines.find((line) => pattern.test(line));
       if (seen) return Promise.resolve(seen);
       return new Promise<string>((resolve, reject) => {

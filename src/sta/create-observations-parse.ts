@@ -1,0 +1,145 @@
+import { AppError, validationFailed } from '../errors.js';
+import { ENTITIES, propertyOf, type PropertyDef } from './model.js';
+import { parseEntity, type BoundValue } from './validate.js';
+
+/**
+ * The body of `CreateObservations` checked whole and turned into one column per stored field,
+ * ready to bind as array parameters. Every value goes through the same checks as a single
+ * Observation's create (`parseEntity`), so both paths accept exactly the same values; an error
+ * names the value's position in the body, e.g. `[0].dataArray[17][1]`.
+ */
+
+const FOI_COMPONENT = 'FeatureOfInterest/id';
+const REQUIRED_COMPONENTS = ['phenomenonTime', 'result'];
+const PROPERTY_COMPONENTS = ['phenomenonTime', 'result', 'resultTime', 'resultQuality', 'validTime', 'parameters'];
+const GROUP_FIELDS = new Set(['Datastream', 'components', 'dataArray', 'dataArray@iot.count']);
+
+export interface ObservationGroup {
+  datastreamId: number;
+  /** Where the group is in the body: `[0]`. */
+  field: string;
+  /** Its rows in the columns: `[start, end)`. */
+  start: number;
+  end: number;
+  /** The index of `FeatureOfInterest/id` in its components, -1 when absent. */
+  featureComponent: number;
+}
+
+/** One entry per row in every array; null where the row has no value. */
+export interface ObservationColumns {
+  groups: ObservationGroup[];
+  datastream: number[];
+  /** null: derive it from the Datastream's Thing's Location. */
+  featureOfInterest: (number | null)[];
+  phenomenonStart: string[];
+  phenomenonEnd: string[];
+  resultTime: (string | null)[];
+  result: string[];
+  resultQuality: (string | null)[];
+  validStart: (string | null)[];
+  validEnd: (string | null)[];
+  parameters: (string | null)[];
+  /** The position of a row's `FeatureOfInterest/id` value, for an error about it. */
+  featureOfInterestField(row: number): string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A positive integer id, given as a number or as its decimal text; undefined otherwise. */
+function idValue(value: unknown): number | undefined {
+  const id = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  return typeof id === 'number' && Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}
+
+const observationProperty = (name: string) => propertyOf(ENTITIES.Observations, name)!;
+const PROPERTIES = {
+  phenomenonTime: observationProperty('phenomenonTime'), result: observationProperty('result'),
+  resultTime: observationProperty('resultTime'), resultQuality: observationProperty('resultQuality'),
+  validTime: observationProperty('validTime'), parameters: observationProperty('parameters'),
+};
+
+export function parseDataArrays(body: unknown): ObservationColumns {
+  if (!Array.isArray(body) || body.length === 0) {
+    throw validationFailed('body', 'must be a non-empty array of {"Datastream", "components", "dataArray"}');
+  }
+  const columns: ObservationColumns = {
+    groups: [], datastream: [], featureOfInterest: [], phenomenonStart: [], phenomenonEnd: [], resultTime: [],
+    result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
+    featureOfInterestField(row) {
+      const group = this.groups.find((g) => row >= g.start && row < g.end)!;
+      return `${group.field}.dataArray[${row - group.start}][${group.featureComponent}]`;
+    },
+  };
+  body.forEach((raw, index) => parseGroup(raw, `[${index}]`, columns));
+  return columns;
+}
+
+function parseComponents(raw: unknown, field: string): string[] {
+  if (!Array.isArray(raw)) throw validationFailed(field, 'must be an array of component names');
+  raw.forEach((name, j) => {
+    if (typeof name !== 'string' || (name !== FOI_COMPONENT && !PROPERTY_COMPONENTS.includes(name))) {
+      throw validationFailed(`${field}[${j}]`, `must be one of ${[...PROPERTY_COMPONENTS, FOI_COMPONENT].join(', ')}`);
+    }
+    if (raw.indexOf(name) !== j) throw validationFailed(`${field}[${j}]`, `${name} is listed twice`);
+  });
+  const missing = REQUIRED_COMPONENTS.find((name) => !raw.includes(name));
+  if (missing) throw validationFailed(field, `must include ${missing}`);
+  return raw as string[];
+}
+
+function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
+  if (!isObject(raw)) throw validationFailed(field, 'must be an object with Datastream, components and dataArray');
+  const unknown = Object.keys(raw).find((key) => !GROUP_FIELDS.has(key));
+  if (unknown !== undefined) throw validationFailed(`${field}.${unknown}`, 'is not served here; give Datastream, components and dataArray');
+  const datastreamId = isObject(raw['Datastream']) ? idValue(raw['Datastream']['@iot.id']) : undefined;
+  if (datastreamId === undefined) throw validationFailed(`${field}.Datastream`, 'must be {"@iot.id": <a positive integer>}');
+  const components = parseComponents(raw['components'], `${field}.components`);
+  const dataArray = raw['dataArray'];
+  if (!Array.isArray(dataArray)) throw validationFailed(`${field}.dataArray`, 'must be an array of rows');
+  const count = raw['dataArray@iot.count'];
+  if (count !== undefined && count !== dataArray.length) {
+    throw validationFailed(`${field}.dataArray@iot.count`, `is ${JSON.stringify(count)} but dataArray holds ${dataArray.length} rows`);
+  }
+  const featureComponent = components.indexOf(FOI_COMPONENT);
+  const start = columns.datastream.length;
+  dataArray.forEach((row, r) => parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns));
+  columns.groups.push({ datastreamId, field, start, end: columns.datastream.length, featureComponent });
+}
+
+function parseRow(row: unknown, field: string, components: string[], featureComponent: number, datastreamId: number, columns: ObservationColumns) {
+  if (!Array.isArray(row) || row.length !== components.length) {
+    throw validationFailed(field, `must be an array of ${components.length} values, one per component`);
+  }
+  const observation: Record<string, unknown> = {};
+  components.forEach((name, c) => {
+    if (c !== featureComponent) observation[name] = row[c];
+  });
+  let values: Map<PropertyDef, BoundValue>;
+  try {
+    values = parseEntity(ENTITIES.Observations, observation, '', 'create').values;
+  } catch (error) {
+    const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+    if (!fault) throw error;
+    const c = components.indexOf(fault.field);
+    throw validationFailed(c < 0 ? field : `${field}[${c}]`, fault.message);
+  }
+  let featureOfInterest: number | null = null;
+  if (featureComponent >= 0 && row[featureComponent] !== null) {
+    const id = idValue(row[featureComponent]);
+    if (id === undefined) throw validationFailed(`${field}[${featureComponent}]`, 'must be a FeatureOfInterest id (a positive integer) or null');
+    featureOfInterest = id;
+  }
+  const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
+  const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
+  columns.datastream.push(datastreamId);
+  columns.featureOfInterest.push(featureOfInterest);
+  columns.phenomenonStart.push(phenomenon.start);
+  columns.phenomenonEnd.push(phenomenon.end);
+  columns.resultTime.push((values.get(PROPERTIES.resultTime) ?? null) as string | null);
+  columns.result.push(values.get(PROPERTIES.result) as string);
+  columns.resultQuality.push((values.get(PROPERTIES.resultQuality) ?? null) as string | null);
+  columns.validStart.push(valid?.start ?? null);
+  columns.validEnd.push(valid?.end ?? null);
+  columns.parameters.push((values.get(PROPERTIES.parameters) ?? null) as string | null);
+}

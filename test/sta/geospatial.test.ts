@@ -1,0 +1,48 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { expectProblem } from '../helpers/factories.js';
+import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+
+// The standard's geospatial filter functions through the gateway: on PostgreSQL with PostGIS
+// (which .ci/run installs) they filter; on embedded PGlite (no PostGIS) they answer 400 saying so.
+for (const kind of databaseKinds()) {
+  describe(`SensorThings geospatial filters (${kind})`, () => {
+    let t: TestApp;
+    let sta: PublishedDataset;
+    before(async () => {
+      t = await buildTestApp(kind);
+      sta = await publishStaDataset(t);
+      for (const [name, coordinates] of [['Town hall', [8.68, 50.11]], ['Harbour', [9.99, 53.54]]] as const) {
+        const created = await sta.request('POST', '/Things', {
+          name, description: 'station',
+          Locations: [{ name, description: 'roof', encodingType: 'application/geo+json', location: { type: 'Point', coordinates } }],
+        });
+        assert.equal(created.statusCode, 201, created.body);
+      }
+    });
+    after(() => t.close());
+
+    const names = async (filter: string) => {
+      const response = await sta.request('GET', `/Locations?$select=name&$orderby=name&$filter=${encodeURIComponent(filter)}`);
+      if (response.statusCode !== 200) return response;
+      return response.json().value.map((location: { name: string }) => location.name);
+    };
+
+    if (kind === 'postgres') {
+      test('st_within, st_intersects, geo.intersects and geo.distance select by geometry', async () => {
+        const aroundFrankfurt = "geography'POLYGON((8 50, 9 50, 9 51, 8 51, 8 50))'";
+        assert.deepEqual(await names(`st_within(location, ${aroundFrankfurt})`), ['Town hall']);
+        assert.deepEqual(await names(`st_intersects(location, ${aroundFrankfurt})`), ['Town hall']);
+        assert.deepEqual(await names(`geo.intersects(location, ${aroundFrankfurt})`), ['Town hall']);
+        assert.deepEqual(await names(`not st_within(location, ${aroundFrankfurt})`), ['Harbour']);
+        assert.deepEqual(await names("geo.distance(location, geography'POINT(10 53.5)') lt 0.5"), ['Harbour']);
+      });
+    } else {
+      test('without PostGIS a geospatial function answers 400 naming what it needs', async () => {
+        const refused = expectProblem(await names("st_within(location, geography'POLYGON((8 50, 9 50, 9 51, 8 51, 8 50))')") as never, 400, 'VALIDATION_FAILED');
+        assert.match(refused.detail, /PostGIS/);
+      });
+    }
+  });
+}
