@@ -44,7 +44,7 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
 }
 
 /** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
-export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous'> = {}) {
+export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous' | 'callers'> = {}) {
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -6,6 +6,7 @@ import { baseServerOptions, installCommonPlumbing } from '../app.js';
 import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
 import { rejectToken } from '../http/authentication.js';
+import { CallerCache } from '../access/caller-cache.js';
 import { RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
@@ -42,7 +43,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
       maxAge: 600,
     });
   }
-  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url) });
+  // Payload clients read again and again: their grants are cached while no access change happened.
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db) });
   registerHealthRoutes(app, ctx.db);
   // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
   await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });

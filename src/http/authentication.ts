@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/client.js';
 import { loadCaller, type Caller } from '../access/caller.js';
+import type { CallerCache } from '../access/caller-cache.js';
 import { TokenRejectedError, type TokenVerifier, type VerifiedToken } from './token-verifier.js';
 import { AppError } from '../errors.js';
 import { UUID_PATTERN } from './page.js';
@@ -75,10 +76,12 @@ export interface AuthenticationOptions {
    * checked all the same.
    */
   mayBeAnonymous?: (request: FastifyRequest) => boolean;
+  /** Where callers are looked up instead of loading their grants on every request (the data API). */
+  callers?: CallerCache;
 }
 
 /** Checks the bearer token of every /v1 request and loads the caller it names. */
-export const authentication = fp<AuthenticationOptions>(async (app, { verifier, db, mayBeAnonymous }) => {
+export const authentication = fp<AuthenticationOptions>(async (app, { verifier, db, mayBeAnonymous, callers }) => {
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (!isApiPath(request.url)) return;
@@ -97,7 +100,7 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       throw error;
     }
     const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
-    request.caller = await loadCaller(db, identityOf(token), allowed);
+    request.caller = callers ? await callers.load(identityOf(token), allowed) : await loadCaller(db, identityOf(token), allowed);
   });
 }, { name: 'authentication' });
 

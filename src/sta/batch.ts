@@ -1,6 +1,6 @@
 import { AppError, accessDenied, problemOf, validationFailed } from '../errors.js';
 import type { Database } from '../db/client.js';
-import type { Change } from './write-sql.js';
+import { announceChanges, type Change } from './write-sql.js';
 import type { ServeWith, StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 import { parseBatchEnvelope, pathPartOf, type BatchEntry } from './batch-envelope.js';
@@ -79,13 +79,7 @@ async function runGroup(deps: StaServerDeps, batch: StaRequest, serve: ServeWith
       return errorResponse(entry, batch, state, error);
     });
   }
-  for (const change of held) {
-    try {
-      deps.onChange?.(change);
-    } catch {
-      // A listener's fault must not turn a committed group into an error answer.
-    }
-  }
+  announceChanges(deps.onChange, held);
   return answers;
 }
 

@@ -4,7 +4,7 @@ import type { Database } from '../db/client.js';
 import { ENTITIES } from './model.js';
 import { tableOf, type SqlContext } from './resolver.js';
 import { selfLink } from './links.js';
-import { checkLinked, type Change, type WriteContext } from './write-sql.js';
+import { announceChanges, checkLinked, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
 import { parseDataArrays, type ObservationColumns } from './create-observations-parse.js';
 import type { StaServerDeps } from './server.js';
@@ -35,13 +35,7 @@ export async function createObservations(deps: StaServerDeps, request: StaReques
   const work = (trx: Database) => insertAll({ trx, ctx, changes }, columns);
   // Inside a $batch atomicity group the batch owns the transaction and holds the changes.
   const ids = deps.db.isTransaction ? await work(deps.db) : await deps.db.transaction().execute((trx) => work(trx as Database));
-  for (const change of changes) {
-    try {
-      deps.onChange?.(change);
-    } catch {
-      // A listener's fault must not turn a committed write into an error answer.
-    }
-  }
+  announceChanges(deps.onChange, changes);
   return { status: 201, body: ids.map((id) => selfLink(request.baseUrl, ENTITIES.Observations, id)) };
 }
 

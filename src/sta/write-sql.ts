@@ -15,6 +15,20 @@ export interface Change {
   kind: 'create' | 'update' | 'delete';
 }
 
+/**
+ * Tells the listener (the MQTT change feed) what a committed transaction changed. A listener's
+ * fault must not turn a committed write into an error answer.
+ */
+export function announceChanges(onChange: ((change: Change) => void) | undefined, changes: readonly Change[]): void {
+  for (const change of changes) {
+    try {
+      onChange?.(change);
+    } catch {
+      // ignored: see above
+    }
+  }
+}
+
 /** One write request's transaction and what it changed, reported once the transaction commits. */
 export interface WriteContext {
   trx: Database;

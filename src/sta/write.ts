@@ -4,7 +4,7 @@ import type { Database } from '../db/client.js';
 import type { EntityDef } from './model.js';
 import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
 import { createEntity, linkToMany } from './deep-insert.js';
-import { checkLinked, columnValues, recordChange, updateRow, type Change, type WriteContext } from './write-sql.js';
+import { announceChanges, checkLinked, columnValues, recordChange, updateRow, type Change, type WriteContext } from './write-sql.js';
 import { tableOf, type SqlContext } from './resolver.js';
 import { getEntityJson } from './get.js';
 import type { ReadContext } from './read.js';
@@ -37,13 +37,7 @@ async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Prom
   const result = db.isTransaction
     ? await work({ trx: db, ctx, changes })
     : await db.transaction().execute((trx) => work({ trx: trx as Database, ctx, changes }));
-  for (const change of changes) {
-    try {
-      deps.onChange?.(change);
-    } catch {
-      // A listener's fault must not turn a committed write into an error answer.
-    }
-  }
+  announceChanges(deps.onChange, changes);
   return result;
 }
 

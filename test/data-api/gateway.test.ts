@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
-import { bearer, createDatapool, expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
+import { bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectHtml401, expectProblem, grant, permissionIds, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, publishStaDataset, waitForNoSaga, waitForRoute, type PublishedDataset } from '../helpers/sta-dataset.js';
 
 // The data API gateway: its route table follows releases, its token rules and payload
@@ -132,6 +132,25 @@ for (const kind of databaseKinds()) {
         assert.equal(removed.statusCode, 204, removed.body);
         expectProblem(await closed.request('GET', '', undefined, as(reader)), 404, 'NOT_FOUND');
       });
+    });
+
+    test('callers are cached between requests, yet every access change counts on the next one (grant, deactivation)', async () => {
+      const published = await publishStaDataset(t, { slug: 'cached' });
+      const email = uniqueEmail('cached');
+      const token = await t.tokenFor(email);
+      const read = () => published.request('GET', '', undefined, { authorization: `Bearer ${token}` });
+      expectProblem(await read(), 404, 'NOT_FOUND');
+      expectProblem(await read(), 404, 'NOT_FOUND');
+      const user = await createUser(t, { email });
+      const role = await createRole(t, { roleType: 'DATA', permissionIds: await permissionIds(t, ['DATASET_PAYLOAD_READ']) });
+      const group = await createGroup(t, { memberIds: [user.id] });
+      expectProblem(await read(), 404, 'NOT_FOUND');
+      await createAssignment(t, { groupId: group.id, roleId: role.id, scopeType: 'DATASET', scopeId: published.datasetId });
+      assert.equal((await read()).statusCode, 200);
+      assert.equal((await read()).statusCode, 200);
+      const deactivated = await t.app.inject({ method: 'PATCH', url: `/v1/users/${user.id}`, headers: bearer(t.adminToken), payload: { active: false } });
+      assert.equal(deactivated.statusCode, 200, deactivated.body);
+      expectProblem(await read(), 404, 'NOT_FOUND');
     });
 
     test('CORS: a preflight from a configured origin is answered without a token; another origin gets no CORS headers', async () => {

@@ -10,6 +10,7 @@ import * as auditEvents from './0008_audit_events.js';
 import * as searchIndexes from './0010_search_indexes.js';
 import * as gatewayRoutes from './0011_gateway_routes.js';
 import * as namedApiUpstream from './0012_named_api_upstream.js';
+import * as accessVersion from './0013_access_version.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '0010_search_indexes': searchIndexes,
   '0011_gateway_routes': gatewayRoutes,
   '0012_named_api_upstream': namedApiUpstream,
+  '0013_access_version': accessVersion,
 };

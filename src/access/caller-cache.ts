@@ -1,0 +1,37 @@
+import { sql } from 'kysely';
+import { LRUCache } from 'lru-cache';
+import type { Database } from '../db/client.js';
+import { loadCaller, type Caller } from './caller.js';
+
+type Identity = Parameters<typeof loadCaller>[1];
+
+/**
+ * Callers by identity, valid while the access version (migration 0013) stands still: a request
+ * costs one read of a sequence instead of the grants query, and any change to users, memberships,
+ * groups, assignments or role permissions, committed by any process, makes the next request load
+ * afresh. For the data API's hot path, where the same clients read again and again.
+ * Cached callers are shared between requests and never changed.
+ */
+export class CallerCache {
+  private readonly entries: LRUCache<string, { version: string; caller: Caller }>;
+
+  constructor(private readonly db: Database, maxEntries = 10_000) {
+    this.entries = new LRUCache({ max: maxEntries });
+  }
+
+  async load(identity: Identity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
+    const version = await this.currentVersion();
+    const key = [identity.subject, identity.email ?? '', allowedScopeIds ? [...allowedScopeIds].sort().join(',') : '*'].join('\u0000');
+    const cached = this.entries.get(key);
+    if (cached?.version === version) return cached.caller;
+    // Read after the version: a change committed in between makes the next request reload.
+    const caller = Object.freeze(await loadCaller(this.db, identity, allowedScopeIds));
+    this.entries.set(key, { version, caller });
+    return caller;
+  }
+
+  private async currentVersion(): Promise<string> {
+    const { rows } = await sql<{ version: string }>`select case when is_called then last_value else 0 end::text as version from access_version`.execute(this.db);
+    return rows[0]!.version;
+  }
+}
