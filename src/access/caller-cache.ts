@@ -14,13 +14,14 @@ type Identity = Parameters<typeof loadCaller>[1];
  */
 export class CallerCache {
   private readonly entries: LRUCache<string, { version: string; caller: Caller }>;
+  private nextVersionRead: Promise<string> | null = null;
 
   constructor(private readonly db: Database, maxEntries = 10_000) {
     this.entries = new LRUCache({ max: maxEntries });
   }
 
   async load(identity: Identity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
-    const version = await this.currentVersion();
+    const version = await this.versionAfterArrival();
     const key = [identity.subject, identity.email ?? '', allowedScopeIds ? [...allowedScopeIds].sort().join(',') : '*'].join('\u0000');
     const cached = this.entries.get(key);
     if (cached?.version === version) return cached.caller;
@@ -28,6 +29,19 @@ export class CallerCache {
     const caller = Object.freeze(await loadCaller(this.db, identity, allowedScopeIds));
     this.entries.set(key, { version, caller });
     return caller;
+  }
+
+  /**
+   * Requests that arrive in the same turn of the event loop share one read of the version, which
+   * starts after all of them arrived: still exact (a change committed before a request arrived is
+   * seen by it), and under load one query serves many requests.
+   */
+  private versionAfterArrival(): Promise<string> {
+    this.nextVersionRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.nextVersionRead = null;
+      return this.currentVersion();
+    });
+    return this.nextVersionRead;
   }
 
   private async currentVersion(): Promise<string> {

@@ -58,13 +58,27 @@ function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string)
   }
   // observedArea: the convex hull of the features observed, which needs PostGIS.
   if (!ctx.postgis) return { type: 'geometry', sql: sql`null::jsonb` };
+  // The distinct features are found by a skip scan of (datastream_id, feature_of_interest_id): one
+  // index probe per feature, not a pass over every Observation of the stream (a million of them
+  // observe a handful of features).
   const f = freshAlias();
+  const seen = freshAlias();
+  const next = freshAlias();
+  const observationsTable = tableOf(ctx, ENTITIES.Observations);
+  const streamId = column(alias, 'id');
   return {
     type: 'geometry',
-    sql: sql`(select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb
-      from ${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)}
-      join ${tableOf(ctx, ENTITIES.FeaturesOfInterest)} as ${sql.id(f)} on ${column(f, 'id')} = ${column(o, 'feature_of_interest_id')}
-      where ${column(o, 'datastream_id')} = ${column(alias, 'id')})`,
+    sql: sql`(with recursive ${sql.id(seen)}(id) as (
+        (select ${column(o, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(o)}
+          where ${column(o, 'datastream_id')} = ${streamId} order by 1 limit 1)
+        union all
+        select (select ${column(next, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(next)}
+                 where ${column(next, 'datastream_id')} = ${streamId} and ${column(next, 'feature_of_interest_id')} > ${column(seen, 'id')}
+                 order by 1 limit 1)
+          from ${sql.id(seen)} where ${column(seen, 'id')} is not null)
+      select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb
+        from ${tableOf(ctx, ENTITIES.FeaturesOfInterest)} as ${sql.id(f)}
+       where ${column(f, 'id')} in (select ${column(seen, 'id')} from ${sql.id(seen)}))`,
   };
 }
 

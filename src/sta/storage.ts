@@ -71,12 +71,17 @@ export async function provisionStorage(trx: Database, schema: string): Promise<v
 
   const index = async (name: string, on: string, columns: RawBuilder<unknown>) =>
     sql`create index if not exists ${sql.id(name)} on ${table(on)} (${columns})`.execute(trx);
-  await index('observations_datastream_time', 'observations', sql`datastream_id, phenomenon_time_start desc, id desc`);
+  // The end is carried along so that a time window (`phenomenonTime ge t1 and phenomenonTime lt t2`)
+  // is answered from the index alone.
+  await sql`create index if not exists observations_datastream_time on ${table('observations')}
+    (datastream_id, phenomenon_time_start desc, id desc) include (phenomenon_time_end)`.execute(trx);
   // A Datastream's phenomenonTime and resultTime are min/max over its Observations at read time;
   // with these each bound is one index probe, not a scan of the stream.
   await index('observations_datastream_time_end', 'observations', sql`datastream_id, phenomenon_time_end`);
   await index('observations_datastream_result_time', 'observations', sql`datastream_id, result_time`);
   await index('observations_feature', 'observations', sql`feature_of_interest_id`);
+  // A Datastream's observedArea: its distinct features, found by skipping through this index.
+  await index('observations_datastream_feature', 'observations', sql`datastream_id, feature_of_interest_id`);
   await index('datastreams_thing', 'datastreams', sql`thing_id`);
   await index('datastreams_sensor', 'datastreams', sql`sensor_id`);
   await index('datastreams_observed_property', 'datastreams', sql`observed_property_id`);

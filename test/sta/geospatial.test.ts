@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectProblem } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+import { datastream, feature, location, point, thing } from './fixtures.js';
 
 // The standard's geospatial filter functions through the gateway: on PostgreSQL with PostGIS
 // (which .ci/run installs) they filter; on embedded PGlite (no PostGIS) they answer 400 saying so.
@@ -37,6 +38,19 @@ for (const kind of databaseKinds()) {
         assert.deepEqual(await names(`geo.intersects(location, ${aroundFrankfurt})`), ['Town hall']);
         assert.deepEqual(await names(`not st_within(location, ${aroundFrankfurt})`), ['Harbour']);
         assert.deepEqual(await names("geo.distance(location, geography'POINT(10 53.5)') lt 0.5"), ['Harbour']);
+      });
+      test("a Datastream's observedArea is the convex hull of the features it observed", async () => {
+        const created = await sta.request('POST', '/Things', thing('Mast', { Locations: [location('Mast', point(1, 1))], Datastreams: [datastream('Wind')] }));
+        assert.equal(created.statusCode, 201, created.body);
+        const stream = (await sta.request('GET', `${new URL(created.headers.location as string).pathname.slice(sta.base.length)}/Datastreams`)).json().value[0];
+        const observe = (body: object) => sta.request('POST', `/Datastreams(${stream['@iot.id']})/Observations`, body);
+        assert.equal((await observe({ result: 1 })).statusCode, 201);
+        assert.deepEqual((await sta.request('GET', `/Datastreams(${stream['@iot.id']})`)).json().observedArea, { type: 'Point', coordinates: [1, 1] });
+        assert.equal((await observe({ result: 2, FeatureOfInterest: { ...feature('Field'), feature: point(3, 1) } })).statusCode, 201);
+        assert.equal((await observe({ result: 3 })).statusCode, 201);
+        const area = (await sta.request('GET', `/Datastreams(${stream['@iot.id']})?$select=observedArea`)).json().observedArea;
+        assert.equal(area.type, 'LineString');
+        assert.deepEqual([...area.coordinates].sort(), [[1, 1], [3, 1]]);
       });
     } else {
       test('without PostGIS a geospatial function answers 400 naming what it needs', async () => {
