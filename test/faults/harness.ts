@@ -105,6 +105,8 @@ export function startServer(env: Record<string, string>, ports: ServerPorts, mod
       IDP_URL: `http://127.0.0.1:${ports.idp}`,
       BASE_URL: `http://127.0.0.1:${ports.api}`,
       LOG_LEVEL: 'info',
+      // Several servers of one test run would all take the default MQTT port; a test that needs MQTT sets one.
+      MQTT_PORT: 'off',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
