@@ -6,7 +6,7 @@ import { readCollection, readEntity, type ReadContext } from './read.js';
 import { expandAll, type Shaped } from './expand.js';
 import { propertyValue, rowId, selectionOf, serializeEntity } from './serialize.js';
 import { nextLinkFromQuery, selfLink } from './links.js';
-import { scopeOf, type Target } from './target.js';
+import { parentMissing, scopeOf, type Target } from './target.js';
 import { dataArrayAnswer } from './data-array.js';
 import type { StaResponse } from './types.js';
 
@@ -55,10 +55,16 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
   const scope = parent ? [scopeOf(ctx, parent.nav, parent.id, alias)] : [];
   if (options.resultFormat === 'dataArray') {
     if (target.entity !== ENTITIES.Observations) throw new StaQueryError('$resultFormat', 0, 'dataArray', 'dataArray applies to Observations only');
+    const missing = await parentMissing(ctx.db, ctx, target);
+    if (missing) throw missing;
     return dataArrayAnswer(ctx, request, alias, scope, options);
   }
   const selection = target.ref ? selectionOf(target.entity, ['id']) : selectionOf(target.entity, options.select);
   const result = await readCollection(ctx, target.entity, alias, scope, options, selection.properties);
+  if (result.rows.length === 0) {
+    const missing = await parentMissing(ctx.db, ctx, target);
+    if (missing) throw missing;
+  }
   const shaped: Shaped[] = result.rows.map((row) => ({
     row,
     json: target.ref ? { '@iot.selfLink': selfLink(request.baseUrl, target.entity, rowId(row)) } : serializeEntity(request.baseUrl, target.entity, row, selection),

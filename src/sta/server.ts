@@ -47,7 +47,7 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
     if (!isRead) throw new AppError('MALFORMED_REQUEST', 'The service root takes GET only', { status: 405 });
     return serviceRoot(request.baseUrl);
   }
-  const target = await resolveTarget(deps.db, read, path);
+  const target = await resolveTarget(deps.db, read, path, isRead);
   if (isRead) return getTarget(read, request, target, options);
   const writeDeps: WriteDeps = { read, ...(deps.onChange ? { onChange: deps.onChange } : {}) };
   const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal };

@@ -12,7 +12,7 @@ import type { Database } from '../db/client.js';
  * or `$value` at the end. An entity on the way that does not exist answers 404.
  */
 export type Target =
-  | { kind: 'collection'; entity: EntityDef; parent?: { entity: EntityDef; id: number; nav: NavigationDef }; ref: boolean }
+  | { kind: 'collection'; entity: EntityDef; parent?: { entity: EntityDef; id: number; nav: NavigationDef; unchecked?: boolean }; ref: boolean }
   | { kind: 'entity'; entity: EntityDef; id: number; ref: boolean }
   | { kind: 'property'; entity: EntityDef; id: number; property: PropertyDef | 'id'; value: boolean };
 
@@ -41,7 +41,30 @@ async function followToOne(db: Database, ctx: SqlContext, entity: EntityDef, id:
   return rows[0]?.fk == null ? null : Number(rows[0].fk);
 }
 
-export async function resolveTarget(db: Database, ctx: SqlContext, path: ResourcePath): Promise<Target> {
+/**
+ * A read of one entity's navigation collection (`Datastreams(1)/Observations`, the hottest path of
+ * all) leaves the parent unchecked: the reader checks it only when the page comes back empty
+ * (`parentMissing`), which saves a query on every page that has rows.
+ */
+function uncheckedNavigationRead(path: ResourcePath): Target | null {
+  const [first, second, ...more] = path;
+  if (more.length > 0 || first?.kind !== 'entitySet' || first.id === undefined || second?.kind !== 'navigation' || second.id !== undefined) return null;
+  const entity = entityBySet(first.name);
+  const nav = entity ? navigationOf(entity, second.name) : undefined;
+  if (!entity || !nav?.toMany) return null;
+  return { kind: 'collection', entity: ENTITIES[nav.target], parent: { entity, id: first.id, nav, unchecked: true }, ref: false };
+}
+
+/** Whether an unchecked parent (see `uncheckedNavigationRead`) turns out not to exist: then the read is a 404. */
+export async function parentMissing(db: Database, ctx: SqlContext, target: Target): Promise<AppError | null> {
+  if (target.kind !== 'collection' || !target.parent?.unchecked) return null;
+  const { entity, id } = target.parent;
+  return (await exists(db, ctx, entity, id)) ? null : notFound(`${entity.singular} ${id}`);
+}
+
+export async function resolveTarget(db: Database, ctx: SqlContext, path: ResourcePath, forRead = false): Promise<Target> {
+  const unchecked = forRead ? uncheckedNavigationRead(path) : null;
+  if (unchecked) return unchecked;
   const [first, ...rest] = path;
   if (!first || first.kind !== 'entitySet') throw new AppError('NOT_FOUND', 'No such resource');
   const rootEntity = entityBySet(first.name);

@@ -65,6 +65,15 @@ for (const kind of databaseKinds()) {
     test('$skip past the end is an empty page without a next link; $count still counts', async () => {
       const page = await get('/Things?$skip=50&$count=true');
       assert.deepEqual([page.value, page['@iot.count'], page['@iot.nextLink']], [[], 4, undefined]);
+      const stream = (await get('/Datastreams?$top=1')).value[0]['@iot.id'];
+      const pastTheEnd = await get(`/Datastreams(${stream})/Observations?$skip=1000&$count=true`);
+      assert.deepEqual([pastTheEnd.value, pastTheEnd['@iot.count']], [[], 4]);
+    });
+
+    test("a navigation collection of an entity that does not exist is 404, whether or not the page would be empty", async () => {
+      for (const path of ['/Datastreams(999999)/Observations', '/Datastreams(999999)/Observations?$top=0', '/Things(999999)/Datastreams?$count=true', '/Datastreams(999999)/Observations?$resultFormat=dataArray']) {
+        expectProblem(await sta.request('GET', path), 404, 'NOT_FOUND');
+      }
     });
 
     test('functions and arithmetic: year(), hour(), add, mod, round, tolower, length, indexof', async () => {
