@@ -21,11 +21,18 @@ const GEOJSON = { 'content-type': 'application/geo+json' };
 /** The feature collections of OWS named APIs, stored in PostGIS tables of each dataset's schema. */
 export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
   const { db } = deps;
+  // Datasets released before this store existed (or before PostGIS was) have no catalogue yet:
+  // each process makes sure once per schema, which is a no-op after the RELEASE step.
+  const provisioned = new Set<string>();
   return {
     available: deps.postgis,
     provision: (trx, schema) => provisionCatalogue(trx, schema),
     async handle(request) {
       if (!deps.postgis) throw unavailable();
+      if (!provisioned.has(request.schema)) {
+        await provisionCatalogue(db, request.schema);
+        provisioned.add(request.schema);
+      }
       const response = await route(db, request);
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;
