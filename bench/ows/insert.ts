@@ -3,6 +3,9 @@
  * attributes) through the gateway (in-process inject: body parsing, validation and the one
  * unnest insert, no network), on a fresh database of the local PostgreSQL server with PostGIS.
  * `TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/ows/insert.ts`
+ *
+ * 2026-11-23, local PostgreSQL 15 + PostGIS 3 (the full test suite not running): median 80,745
+ * features/s over 10 requests (min 69,283, max 98,145).
  */
 import { buildTestApp } from '../../test/helpers/test-app.js';
 import { publishDataset } from '../../test/helpers/sta-dataset.js';
