@@ -5,6 +5,7 @@ import type { TokenVerifier } from './http/token-verifier.js';
 import type { SagaRunner } from './jobs/saga-runner.js';
 import type { StaServer } from './sta/types.js';
 import type { StaChangeFeed } from './data-api/mqtt/change-feed.js';
+import type { FeatureStore } from './ows/types.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -18,6 +19,10 @@ export interface AppContext {
   sagas: SagaRunner;
   /** Our SensorThings server, shared by the gateway (requests) and the RELEASE saga (provisioning). */
   sta: StaServer;
+  /** PostGIS serves this database (PostgreSQL with the extension); never on PGlite. */
+  postgis: boolean;
+  /** The feature collections of OWS named APIs (needs PostGIS), shared by the gateway and the RELEASE saga. */
+  features: FeatureStore;
   /** Committed SensorThings writes of every process, for the MQTT subscribers of the gateway. */
   staChanges: StaChangeFeed;
 }

@@ -14,6 +14,7 @@ import { createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import { enablePostgis } from './db/postgis.js';
+import { createFeatureStore } from './ows/index.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -34,9 +35,11 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const tenant = await bootstrap(db, config.bootstrap);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
     const staChanges = new StaChangeFeed(db, where.url, log);
-    const sta = createStaServer({ db, postgis: await enablePostgis(db, where.url !== null, log), onChange: (change) => staChanges.announce(change) });
-    const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps(sta, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, staChanges };
+    const postgis = await enablePostgis(db, where.url !== null, log);
+    const sta = createStaServer({ db, postgis, onChange: (change) => staChanges.announce(change) });
+    const features = createFeatureStore({ db, postgis });
+    const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, staChanges };
   } catch (error) {
     await db.destroy();
     throw error;

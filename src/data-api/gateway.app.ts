@@ -14,6 +14,8 @@ import type { PayloadRoute } from './route-table.js';
 import type { StaServer } from '../sta/types.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
+import type { FeatureStore } from '../ows/types.js';
+import { unavailable as featureStoreUnavailable } from '../ows/store.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -80,15 +82,39 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
       throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
   }
   // Allowed implies a route and an address.
-  if (route!.standard === 'OWS') {
-    throw new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need MapServer, which this service does not drive yet');
-  }
+  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!);
   const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
   if (upstreamUrl) {
     const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route!);
     return forwardToUpstream(request, reply, { upstreamUrl, publicBase, rawRest: address!.rawRest, timeoutMs: ctx.config.staUpstream.timeoutMs });
   }
   return forwardToSta(request, reply, ctx.sta, ctx.config.dataApi.baseUrl, route!, address!, decision.rights);
+}
+
+/**
+ * OWS: the feature collections (`{base}/collections…`) are ours; OGC requests need MapServer,
+ * which this service does not drive yet. Without PostGIS neither can work, and the answer says so.
+ */
+async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress) {
+  if (!ctx.features.available) throw featureStoreUnavailable();
+  if (address.rest === '/collections' || address.rest.startsWith('/collections/')) {
+    return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
+  }
+  throw new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need MapServer, which this service does not drive yet');
+}
+
+async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyReply, features: FeatureStore, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress) {
+  const answer = await features.handle({
+    method: request.method as 'GET',
+    path: address.rest,
+    query: address.query,
+    body: request.body,
+    baseUrl: publicBaseOf(dataApiUrl, route),
+    schema: route.storageSchema,
+  });
+  reply.code(answer.status);
+  if (answer.headers) reply.headers(answer.headers);
+  return answer.body === undefined ? reply.send() : reply.send(answer.body);
 }
 
 const publicBaseOf = (dataApiUrl: string, route: PayloadRoute) => `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`;

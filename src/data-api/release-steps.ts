@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.js';
 import type { SagaStep } from '../jobs/saga-runner.js';
 import type { StaServer } from '../sta/types.js';
+import type { FeatureStore } from '../ows/types.js';
 
 /** What the payload side needs to know of a dataset at release, supplied by the process wiring. */
 export interface ReleaseFacts {
@@ -8,17 +9,31 @@ export interface ReleaseFacts {
   storageSchemaOf(datasetId: string): string;
 }
 
+/** The payload servers whose storage a release prepares. */
+export interface PayloadServers {
+  sta: StaServer;
+  features: FeatureStore;
+}
+
 /**
  * The payload's steps of a dataset's RELEASE saga: a dataset with a SensorThings API gets its
- * entity tables (idempotent, and kept through unrelease: the data stays with the dataset). The
+ * entity tables, one with an OWS API its feature collection catalogue (idempotent, and kept
+ * through unrelease: the data stays with the dataset). Without PostGIS the OWS step does nothing,
+ * so that releases still work on PGlite; the OWS API then answers 503 naming what it needs. The
  * route itself appears when the saga finishes (the `gateway_routes` view waits for it).
  */
-export function payloadReleaseSteps(sta: StaServer, facts: ReleaseFacts): { RELEASE: SagaStep[] } {
+export function payloadReleaseSteps(servers: PayloadServers, facts: ReleaseFacts): { RELEASE: SagaStep[] } {
   return {
     RELEASE: [{
       name: 'provision SensorThings storage',
       async run(trx, job) {
-        if ((await facts.namedApiStandardsOf(trx, job.subjectId)).includes('STA')) await sta.provision(trx, facts.storageSchemaOf(job.subjectId));
+        if ((await facts.namedApiStandardsOf(trx, job.subjectId)).includes('STA')) await servers.sta.provision(trx, facts.storageSchemaOf(job.subjectId));
+      },
+    }, {
+      name: 'provision feature collection storage',
+      async run(trx, job) {
+        if (!servers.features.available) return;
+        if ((await facts.namedApiStandardsOf(trx, job.subjectId)).includes('OWS')) await servers.features.provision(trx, facts.storageSchemaOf(job.subjectId));
       },
     }],
   };

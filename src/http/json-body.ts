@@ -10,7 +10,7 @@ export function installJsonBodies(app: FastifyInstance) {
   // text/plain would otherwise be parsed by Fastify's defaults.
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+  app.addContentTypeParser(['application/json', 'application/merge-patch+json', 'application/geo+json'], { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     const refusal = unsupportedRepresentation(request);
     if (refusal) return done(refusal, undefined);
     // Many clients send Content-Type: application/json on every request, DELETE included; an empty

@@ -1,0 +1,92 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Database } from '../db/client.js';
+import { COLUMN_TYPES } from './collections.repo.js';
+import type { AttributeValue, FeatureRow } from './geojson.js';
+import type { CollectionDef } from './types.js';
+
+/** The rows of one collection's table; the collection definition names its columns. */
+
+/** A stored feature as GeoJSON. */
+export interface StoredFeature {
+  type: 'Feature';
+  id: number;
+  geometry: unknown;
+  properties: Record<string, AttributeValue>;
+}
+
+export type Bbox = [number, number, number, number];
+
+/** GeoJSON text → the column's geometry: a third coordinate is dropped (the column is 2D). */
+const geometryOf = (text: unknown, srid: number) => sql`st_setsrid(st_force2d(st_geomfromgeojson(${text})), ${srid})`;
+const geometryOfColumn = (column: RawBuilder<unknown>, srid: number) => sql`st_setsrid(st_force2d(st_geomfromgeojson(${column})), ${srid})`;
+
+/**
+ * Adds the features in one statement: one array parameter per column, unnested in input order.
+ * Identities are drawn in that order, so ascending fids are the input order.
+ */
+export async function insertFeatures(trx: Database, schema: string, def: CollectionDef, rows: FeatureRow[]): Promise<number[]> {
+  const attributes = Object.keys(def.properties);
+  const arrays = [
+    sql`${rows.map((row) => row.geometry)}::text[]`,
+    ...attributes.map((name) => sql`${rows.map((row) => row.values[name] ?? null)}::${sql.raw(COLUMN_TYPES[def.properties[name]!])}[]`),
+  ];
+  const aliases = ['g', ...attributes.map((_, i) => `a${i}`)];
+  const { rows: inserted } = await sql<{ fid: string }>`
+    insert into ${sql.id(schema, def.name)} (geom${sql.join(attributes.map((name) => sql`, ${sql.id(name)}`), sql``)})
+    select ${geometryOfColumn(sql.ref('u.g'), def.srid)}${sql.join(attributes.map((_, i) => sql`, ${sql.ref(`u.a${i}`)}`), sql``)}
+    from unnest(${sql.join(arrays)}) with ordinality as u(${sql.join(aliases.map((alias) => sql.id(alias)))}, ord)
+    order by u.ord
+    returning fid`.execute(trx);
+  return inserted.map((row) => Number(row.fid)).sort((a, b) => a - b);
+}
+
+export interface FeaturePage { matched: number; features: StoredFeature[] }
+
+export async function readFeatures(db: Database, schema: string, def: CollectionDef, page: { limit: number; offset: number; bbox: Bbox | null }): Promise<FeaturePage> {
+  const where = page.bbox
+    ? sql`where geom && st_makeenvelope(${page.bbox[0]}, ${page.bbox[1]}, ${page.bbox[2]}, ${page.bbox[3]}, ${def.srid})`
+    : sql``;
+  const table = sql.id(schema, def.name);
+  const { rows: counted } = await sql<{ n: number }>`select count(*)::int as n from ${table} ${where}`.execute(db);
+  const { rows } = await sql<Record<string, unknown>>`
+    select ${featureColumns(def)} from ${table} ${where} order by fid limit ${page.limit} offset ${page.offset}`.execute(db);
+  return { matched: counted[0]!.n, features: rows.map((row) => toFeature(row, def)) };
+}
+
+export async function readFeature(db: Database, schema: string, def: CollectionDef, fid: number): Promise<StoredFeature | undefined> {
+  const { rows } = await sql<Record<string, unknown>>`
+    select ${featureColumns(def)} from ${sql.id(schema, def.name)} where fid = ${fid}`.execute(db);
+  return rows[0] ? toFeature(rows[0], def) : undefined;
+}
+
+/** Replaces geometry and every attribute (an attribute left out becomes null); false when there is no such feature. */
+export async function replaceFeature(db: Database, schema: string, def: CollectionDef, fid: number, row: FeatureRow): Promise<boolean> {
+  const assignments = [
+    sql`geom = ${geometryOf(row.geometry, def.srid)}`,
+    ...Object.entries(def.properties).map(([name, type]) => sql`${sql.id(name)} = ${row.values[name] ?? null}::${sql.raw(COLUMN_TYPES[type])}`),
+  ];
+  const { rows } = await sql`
+    update ${sql.id(schema, def.name)} set ${sql.join(assignments)} where fid = ${fid} returning fid`.execute(db);
+  return rows.length > 0;
+}
+
+export async function deleteFeature(db: Database, schema: string, def: CollectionDef, fid: number): Promise<boolean> {
+  const { rows } = await sql`delete from ${sql.id(schema, def.name)} where fid = ${fid} returning fid`.execute(db);
+  return rows.length > 0;
+}
+
+const featureColumns = (def: CollectionDef) =>
+  sql.join([sql`fid`, sql`st_asgeojson(geom)::json as geom`, ...Object.keys(def.properties).map((name) => sql.id(name))]);
+
+function toFeature(row: Record<string, unknown>, def: CollectionDef): StoredFeature {
+  const properties: Record<string, AttributeValue> = {};
+  for (const [name, type] of Object.entries(def.properties)) {
+    const value = row[name];
+    // pg hands bigint over as text and timestamptz as a Date.
+    if (value === null || value === undefined) properties[name] = null;
+    else if (type === 'integer') properties[name] = Number(value);
+    else if (type === 'date-time') properties[name] = (value as Date).toISOString();
+    else properties[name] = value as AttributeValue;
+  }
+  return { type: 'Feature', id: Number(row['fid']), geometry: row['geom'], properties };
+}

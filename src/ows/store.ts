@@ -1,0 +1,144 @@
+import { AppError } from '../errors.js';
+import type { Database } from '../db/client.js';
+import { isUniqueViolation } from '../db/constraint-errors.js';
+import { NAME_PATTERN, parseCollectionDef } from './collection-definition.js';
+import {
+  collectionStats, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, listCollections, provisionCatalogue,
+} from './collections.repo.js';
+import { deleteFeature, insertFeatures, readFeature, readFeatures, replaceFeature } from './features.repo.js';
+import { parseFeatureBatch, parseSingleFeature } from './geojson.js';
+import { parseItemsQuery } from './items-query.js';
+import type { CollectionDef, FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
+
+export interface FeatureStoreDeps {
+  db: Database;
+  /** PostGIS present (PostgreSQL with the extension); without it the store serves nothing. */
+  postgis: boolean;
+}
+
+const GEOJSON = { 'content-type': 'application/geo+json' };
+
+/** The feature collections of OWS named APIs, stored in PostGIS tables of each dataset's schema. */
+export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
+  const { db } = deps;
+  // Datasets released before this store existed (or before PostGIS was) have no catalogue yet:
+  // each process makes sure once per schema, which is a no-op after the RELEASE step.
+  const provisioned = new Set<string>();
+  return {
+    available: deps.postgis,
+    provision: (trx, schema) => provisionCatalogue(trx, schema),
+    async handle(request) {
+      if (!deps.postgis) throw unavailable();
+      if (!provisioned.has(request.schema)) {
+        await provisionCatalogue(db, request.schema);
+        provisioned.add(request.schema);
+      }
+      const response = await route(db, request);
+      if (request.method !== 'HEAD') return response;
+      const { body: _body, ...head } = response;
+      return head;
+    },
+  };
+}
+
+export const unavailable = () =>
+  new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need PostgreSQL with PostGIS: set DATABASE_URL to a PostgreSQL server with the postgis extension');
+
+/** `/collections`, `/collections/{name}`, `/collections/{name}/items`, `/collections/{name}/items/{fid}`. */
+async function route(db: Database, request: FeatureRequest): Promise<FeatureResponse> {
+  const [, first, name, items, fid, ...extra] = request.path.split('/');
+  if (first !== 'collections' || extra.length > 0 || (items !== undefined && items !== 'items')) throw new AppError('NOT_FOUND', `Nothing at ${request.path}`);
+  const method = request.method === 'HEAD' ? 'GET' : request.method;
+  if (name === undefined) {
+    if (method === 'GET') return listAll(db, request.schema);
+    if (method === 'POST') return createCollection(db, request);
+    throw notAllowed('GET, POST');
+  }
+  const collection = await collectionNamed(db, request.schema, name);
+  if (items === undefined) {
+    if (method === 'GET') return { status: 200, body: await describe(db, request.schema, collection) };
+    if (method === 'DELETE') {
+      await db.transaction().execute((trx) => dropCollection(trx as Database, request.schema, collection.name));
+      return { status: 204 };
+    }
+    throw notAllowed('GET, DELETE');
+  }
+  if (fid === undefined) {
+    if (method === 'GET') {
+      const page = await readFeatures(db, request.schema, collection, parseItemsQuery(request.query));
+      return { status: 200, headers: GEOJSON, body: { type: 'FeatureCollection', numberMatched: page.matched, numberReturned: page.features.length, features: page.features } };
+    }
+    if (method === 'POST') {
+      const rows = parseFeatureBatch(request.body, collection);
+      const ids = await db.transaction().execute((trx) => insertFeatures(trx as Database, request.schema, collection, rows));
+      return { status: 201, body: { ids } };
+    }
+    throw notAllowed('GET, POST');
+  }
+  const id = featureId(fid, collection);
+  if (method === 'GET') return { status: 200, headers: GEOJSON, body: await featureOrThrow(db, request.schema, collection, id) };
+  if (method === 'PUT') {
+    const row = parseSingleFeature(request.body, collection);
+    if (!(await replaceFeature(db, request.schema, collection, id, row))) throw missingFeature(collection, id);
+    return { status: 200, headers: GEOJSON, body: await featureOrThrow(db, request.schema, collection, id) };
+  }
+  if (method === 'DELETE') {
+    if (!(await deleteFeature(db, request.schema, collection, id))) throw missingFeature(collection, id);
+    return { status: 204 };
+  }
+  throw notAllowed('GET, PUT, DELETE');
+}
+
+async function listAll(db: Database, schema: string): Promise<FeatureResponse> {
+  const collections = await listCollections(db, schema);
+  return { status: 200, body: { collections: await Promise.all(collections.map((c) => describe(db, schema, c))) } };
+}
+
+async function createCollection(db: Database, request: FeatureRequest): Promise<FeatureResponse> {
+  const def = parseCollectionDef(request.body);
+  if (!(await isKnownSrid(db, def.srid))) {
+    throw new AppError('VALIDATION_FAILED', `SRID ${def.srid} is unknown`, { fieldErrors: [{ field: 'srid', message: 'is not in spatial_ref_sys' }] });
+  }
+  const taken = () => new AppError('UNIQUE_CONSTRAINT_VIOLATION', `A collection named ${def.name} exists already`);
+  try {
+    await db.transaction().execute(async (trx) => {
+      if (!(await insertCollection(trx as Database, request.schema, def))) throw taken();
+      await createCollectionTable(trx as Database, request.schema, def);
+    });
+  } catch (error) {
+    // 42P07: a table of that name (not a collection) is already in the schema; 23505: a concurrent create.
+    if (isUniqueViolation(error) || (error as { code?: string }).code === '42P07') throw taken();
+    throw error;
+  }
+  return {
+    status: 201,
+    headers: { location: `${request.baseUrl}/collections/${def.name}` },
+    body: await describe(db, request.schema, def),
+  };
+}
+
+async function describe(db: Database, schema: string, def: CollectionDef) {
+  return { ...def, ...(await collectionStats(db, schema, def.name)) };
+}
+
+async function collectionNamed(db: Database, schema: string, name: string): Promise<CollectionDef> {
+  const collection = NAME_PATTERN.test(name) ? await findCollection(db, schema, name) : undefined;
+  if (!collection) throw new AppError('NOT_FOUND', `Collection ${name.slice(0, 80)} does not exist`);
+  return collection;
+}
+
+function featureId(text: string, collection: CollectionDef): number {
+  const id = /^[1-9]\d{0,15}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(id)) throw new AppError('NOT_FOUND', `Feature ${text.slice(0, 40)} of ${collection.name} does not exist`);
+  return id;
+}
+
+async function featureOrThrow(db: Database, schema: string, collection: CollectionDef, id: number) {
+  const feature = await readFeature(db, schema, collection, id);
+  if (!feature) throw missingFeature(collection, id);
+  return feature;
+}
+
+const missingFeature = (collection: CollectionDef, id: number) => new AppError('NOT_FOUND', `Feature ${id} of ${collection.name} does not exist`);
+
+const notAllowed = (allowed: string) => new AppError('MALFORMED_REQUEST', `This path takes ${allowed}`, { status: 405 });

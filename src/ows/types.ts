@@ -1,0 +1,51 @@
+import type { Database } from '../db/client.js';
+
+/**
+ * One request to a dataset's feature collections (`{base}/collections[/…]`), as the gateway hands
+ * it over: authorized already, with the route's public base and the dataset's storage schema.
+ */
+export interface FeatureRequest {
+  method: 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** Below the base, percent-decoded: `/collections`, `/collections/roads/items/7`. */
+  path: string;
+  /** The raw query string without `?` (still percent-encoded), `''` when none. */
+  query: string;
+  /** The parsed JSON body, `undefined` when none. */
+  body: unknown;
+  /** The public base of this route: `{DATA_API_URL}/v1/datasets/{id}/{slug}`; Location headers start with it. */
+  baseUrl: string;
+  /** The dataset's storage schema (`ds_…`), provisioned by `provision`. */
+  schema: string;
+}
+
+/** The answer: a status, headers (Location, Content-Type) and a JSON body, or none (204). Errors are thrown as AppError. */
+export interface FeatureResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+/** What the gateway and the RELEASE saga need of the feature store; `runtime.ts` wires the real one. */
+export interface FeatureStore {
+  /** Whether the store can serve at all (PostGIS present); without it every OWS request answers 503. */
+  readonly available: boolean;
+  handle(request: FeatureRequest): Promise<FeatureResponse>;
+  /** Creates the collection catalogue in a dataset's schema; idempotent (a RELEASE saga step). */
+  provision(trx: Database, schema: string): Promise<void>;
+}
+
+export const GEOMETRY_TYPES = ['Point', 'LineString', 'Polygon', 'MultiPoint', 'MultiLineString', 'MultiPolygon'] as const;
+export type GeometryType = (typeof GEOMETRY_TYPES)[number];
+
+export const ATTRIBUTE_TYPES = ['string', 'integer', 'number', 'boolean', 'date-time'] as const;
+export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
+
+/** A collection as its catalogue row describes it. */
+export interface CollectionDef {
+  name: string;
+  title: string | null;
+  geometryType: GeometryType;
+  srid: number;
+  /** Attribute name → type; each attribute is a column of the same name. */
+  properties: Record<string, AttributeType>;
+}
