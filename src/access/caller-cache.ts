@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
+import { sequenceVersion } from '../db/sequence-version.js';
 import { loadCaller, type Caller } from './caller.js';
 
 type Identity = Parameters<typeof loadCaller>[1];
@@ -39,13 +39,8 @@ export class CallerCache {
   private versionAfterArrival(): Promise<string> {
     this.nextVersionRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.nextVersionRead = null;
-      return this.currentVersion();
+      return sequenceVersion(this.db, 'access_version');
     });
     return this.nextVersionRead;
-  }
-
-  private async currentVersion(): Promise<string> {
-    const { rows } = await sql<{ version: string }>`select case when is_called then last_value else 0 end::text as version from access_version`.execute(this.db);
-    return rows[0]!.version;
   }
 }

@@ -70,9 +70,7 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
   const operation = operationOf(request.method, route, address);
-  let decision = decidePayloadAccess(request.caller, route, operation);
-  // A $batch carries reads and writes; each is authorized on its own, so either right admits it.
-  if (decision.outcome === 'forbidden' && isBatch(route, address)) decision = decidePayloadAccess(request.caller, route, 'write');
+  const decision = decidePayloadAccess(request.caller, route, operation);
   switch (decision.outcome) {
     case 'unauthenticated':
       return rejectToken(reply, {});
@@ -121,7 +119,7 @@ const publicBaseOf = (dataApiUrl: string, route: PayloadRoute) => `${dataApiUrl}
 
 function operationOf(method: string, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
   if (method === 'GET' || method === 'HEAD') return 'read';
-  return isBatch(route, address) ? 'read' : 'write';
+  return isBatch(route, address) ? 'read-or-write' : 'write';
 }
 
 const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) => route?.standard === 'STA' && address?.rest === '/$batch';

@@ -2,8 +2,12 @@ import type { Caller } from '../access/caller.js';
 import { hasPermissionOn, type ScopedObject } from '../access/check-access.js';
 import type { PayloadRoute } from './route-table.js';
 
-/** What a payload request does, as authorization sees it: the operation, not the HTTP method. */
-export type PayloadOperation = 'read' | 'write';
+/**
+ * What a payload request does, as authorization sees it: the operation, not the HTTP method. A
+ * SensorThings `$batch` carries reads and writes that are authorized one by one, so either right
+ * admits it (`read-or-write`).
+ */
+export type PayloadOperation = 'read' | 'write' | 'read-or-write';
 
 /**
  * The gateway's decision for one payload request (the contract's "Payload routes"):
@@ -23,7 +27,7 @@ const PERMISSION = { read: 'DATASET_PAYLOAD_READ', write: 'DATASET_PAYLOAD_WRITE
 
 export function decidePayloadAccess(caller: Caller | null, route: PayloadRoute | undefined, operation: PayloadOperation): PayloadDecision {
   if (caller === null) {
-    if (route?.openDataAccess && operation === 'read') return { outcome: 'allow', rights: { read: true, write: false } };
+    if (route?.openDataAccess && operation !== 'write') return { outcome: 'allow', rights: { read: true, write: false } };
     return { outcome: 'unauthenticated' };
   }
   if (!route) return { outcome: 'not-found' };
@@ -32,10 +36,10 @@ export function decidePayloadAccess(caller: Caller | null, route: PayloadRoute |
     read: route.openDataAccess || hasPermissionOn(caller, PERMISSION.read, dataset),
     write: hasPermissionOn(caller, PERMISSION.write, dataset),
   };
-  if (rights[operation]) return { outcome: 'allow', rights };
+  if (operation === 'read-or-write' ? rights.read || rights.write : rights[operation]) return { outcome: 'allow', rights };
   // An open-data route is visibly published; otherwise only a caller who can see the dataset learns it exists.
   const visible = route.openDataAccess || holdsAnythingOn(caller, dataset);
-  return visible ? { outcome: 'forbidden', permission: PERMISSION[operation] } : { outcome: 'not-found' };
+  return visible ? { outcome: 'forbidden', permission: PERMISSION[operation === 'write' ? 'write' : 'read'] } : { outcome: 'not-found' };
 }
 
 /**

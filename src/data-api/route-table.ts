@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { ConnectionLog, Database } from '../db/client.js';
 import { listenForNotifications, type Listener } from '../db/notifications.js';
+import { sequenceVersion } from '../db/sequence-version.js';
 
 /** One published payload route: a named API of an AVAILABLE dataset whose release has finished. */
 export interface PayloadRoute {
@@ -33,7 +33,7 @@ const key = (datasetId: string, slug: string) => `${datasetId}/${slug}`;
  */
 export class RouteTable {
   private routes = new Map<string, PayloadRoute>();
-  private loadedVersion: number | null = null;
+  private loadedVersion: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private listener: Listener | null = null;
   private reloading: Promise<void> | null = null;
@@ -76,17 +76,11 @@ export class RouteTable {
 
   private async pollOnce(): Promise<void> {
     try {
-      if ((await this.currentVersion()) !== this.loadedVersion) await this.reload();
+      if ((await sequenceVersion(this.db, 'gateway_route_version')) !== this.loadedVersion) await this.reload();
     } catch (error) {
       this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: could not poll the route version');
     }
   }
-
-  private currentVersion = async () => {
-    // A fresh sequence reports last_value 1 before its first nextval (is_called false).
-    const { rows } = await sql<{ version: number }>`select case when is_called then last_value else 0 end::int8 as version from gateway_route_version`.execute(this.db);
-    return Number(rows[0]!.version);
-  };
 
   /** One reload at a time; a change announced during a reload causes exactly one more. */
   reload(): Promise<void> {
@@ -99,7 +93,7 @@ export class RouteTable {
         this.reloadAgain = false;
         try {
           // The version is read first: a change committed during the read makes the next poll reload again.
-          const version = await this.currentVersion();
+          const version = await sequenceVersion(this.db, 'gateway_route_version');
           const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
           this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
             datasetId: row.dataset_id, slug: row.slug, standard: row.standard,

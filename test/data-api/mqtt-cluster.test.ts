@@ -1,9 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MqttClient } from 'mqtt';
-import { buildTestApp, REALM, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { freePort, request, serverPorts, startServer, type ChildServer } from '../faults/harness.js';
+import { freePort, startDataApiBeside, type ChildServer } from '../faults/harness.js';
 import { connect, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
 import { createSensorChain, feature } from './mqtt-fixtures.js';
 
@@ -19,20 +19,9 @@ describe('MQTT notifications across processes (postgres)', { skip: !process.env[
   before(async () => {
     t = await buildTestApp('postgres');
     dataset = await publishStaDataset(t, { slug: 'cluster' });
-    const ports = await serverPorts();
     const mqttPort = await freePort();
     otherMqtt = `mqtt://127.0.0.1:${mqttPort}`;
-    const otherDataApi = `http://127.0.0.1:${ports.data}`;
-    other = startServer({
-      DATABASE_URL: t.ctx.databaseUrl!, DEV_IDP: 'off', OIDC_ISSUER: `${t.idpUrl}/realms/${REALM}`,
-      DATA_API_URL: otherDataApi, MQTT_PORT: String(mqttPort), LOG_LEVEL: 'warn',
-    }, ports, 'data-api');
-    for (let attempt = 0; attempt < 150; attempt++) {
-      try {
-        if ((await request(`${otherDataApi}/health/ready`)).status === 200) break;
-      } catch { /* not listening yet */ }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    ({ server: other } = await startDataApiBeside(t, { MQTT_PORT: String(mqttPort) }));
   });
   after(async () => {
     await subscriber?.endAsync(true).catch(() => {});

@@ -1,9 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTestApp, REALM, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { bearer } from '../helpers/factories.js';
 import { publishStaDataset, waitForNoSaga } from '../helpers/sta-dataset.js';
-import { request, serverPorts, startServer, type ChildServer } from '../faults/harness.js';
+import { request, startDataApiBeside, type ChildServer } from '../faults/harness.js';
 
 // Several gateway processes on one PostgreSQL: a release or unrelease made through one process
 // reaches the route table of another within 1 s (LISTEN/NOTIFY, with polling behind it).
@@ -13,18 +13,7 @@ describe('route table across processes (postgres)', { skip: !process.env['TEST_D
   let otherDataApi: string;
   before(async () => {
     t = await buildTestApp('postgres');
-    const ports = await serverPorts();
-    otherDataApi = `http://127.0.0.1:${ports.data}`;
-    other = startServer({
-      DATABASE_URL: t.ctx.databaseUrl!, DEV_IDP: 'off', OIDC_ISSUER: `${t.idpUrl}/realms/${REALM}`,
-      DATA_API_URL: otherDataApi, LOG_LEVEL: 'warn',
-    }, ports, 'data-api');
-    for (let attempt = 0; attempt < 100; attempt++) {
-      try {
-        if ((await request(`${otherDataApi}/health/ready`)).status === 200) break;
-      } catch { /* not listening yet */ }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    ({ server: other, url: otherDataApi } = await startDataApiBeside(t));
   });
   after(async () => {
     await other?.kill('SIGTERM');

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_EMAIL, DEV_PASSWORD, REALM } from '../helpers/test-app.js';
+import { ADMIN_EMAIL, DEV_PASSWORD, REALM, type TestApp } from '../helpers/test-app.js';
 
 /**
  * What the fault tests need around the real program: free ports, the server as a child process
@@ -194,4 +194,19 @@ export function request(url: string, options: { method?: string; token?: string;
     if (options.onConnect) req.once('socket', (socket) => socket.once('connect', options.onConnect!));
     req.end(payload);
   });
+}
+
+/**
+ * A second data-API process (`data-api` mode) on the test app's PostgreSQL database, trusting the
+ * test's identity provider: another gateway of the same deployment. Resolves once it is ready.
+ */
+export async function startDataApiBeside(t: TestApp, env: Record<string, string> = {}): Promise<{ server: ChildServer; url: string }> {
+  const ports = await serverPorts();
+  const url = `http://127.0.0.1:${ports.data}`;
+  const server = startServer({
+    DATABASE_URL: t.ctx.databaseUrl!, DEV_IDP: 'off', OIDC_ISSUER: `${t.idpUrl}/realms/${REALM}`,
+    DATA_API_URL: url, LOG_LEVEL: 'warn', ...env,
+  }, ports, 'data-api');
+  await eventually('the second data API to be ready', 15_000, async () => ((await request(`${url}/health/ready`)).status === 200 ? true : undefined));
+  return { server, url };
 }
