@@ -25,15 +25,12 @@ export interface PayloadServers {
 export function payloadReleaseSteps(servers: PayloadServers, facts: ReleaseFacts): { RELEASE: SagaStep[] } {
   return {
     RELEASE: [{
-      name: 'provision SensorThings storage',
+      name: 'provision payload storage',
       async run(trx, job) {
-        if ((await facts.namedApiStandardsOf(trx, job.subjectId)).includes('STA')) await servers.sta.provision(trx, facts.storageSchemaOf(job.subjectId));
-      },
-    }, {
-      name: 'provision feature collection storage',
-      async run(trx, job) {
-        if (!servers.features.available) return;
-        if ((await facts.namedApiStandardsOf(trx, job.subjectId)).includes('OWS')) await servers.features.provision(trx, facts.storageSchemaOf(job.subjectId));
+        const standards = await facts.namedApiStandardsOf(trx, job.subjectId);
+        const schema = facts.storageSchemaOf(job.subjectId);
+        if (standards.includes('STA')) await servers.sta.provision(trx, schema);
+        if (standards.includes('OWS') && servers.features.available) await servers.features.provision(trx, schema);
       },
     }],
   };
