@@ -7,7 +7,7 @@ import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
 import { rejectToken } from '../http/authentication.js';
 import { CallerCache } from '../access/caller-cache.js';
-import { RouteTable } from './route-table.js';
+import { publicBaseOf, RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
@@ -115,7 +115,6 @@ async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyRepl
   return answer.body === undefined ? reply.send() : reply.send(answer.body);
 }
 
-const publicBaseOf = (dataApiUrl: string, route: PayloadRoute) => `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`;
 
 function operationOf(method: string, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
   if (method === 'GET' || method === 'HEAD') return 'read';

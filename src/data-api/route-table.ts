@@ -25,6 +25,10 @@ export interface RouteTableOptions {
 
 const key = (datasetId: string, slug: string) => `${datasetId}/${slug}`;
 
+/** The public base URL of a route (its `previewUrl`): every link the payload servers answer starts with it. */
+export const publicBaseOf = (dataApiUrl: string, route: Pick<PayloadRoute, 'datasetId' | 'slug'>) =>
+  `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`;
+
 /**
  * The gateway's copy of the `gateway_routes` view, so that a payload request costs a map lookup,
  * not a query. It reloads the whole view (small: one row per published API) when the route version

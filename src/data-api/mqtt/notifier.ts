@@ -1,5 +1,5 @@
 import type { StaServer } from '../../sta/types.js';
-import type { PayloadRoute, RouteTable } from '../route-table.js';
+import { publicBaseOf, type PayloadRoute, type RouteTable } from '../route-table.js';
 import type { StaChange } from './change-feed.js';
 import type { SubscriptionIndex } from './subscriptions.js';
 import { pathsOfChange, routeTopicPrefix, topicsOfPath, TO_ONE_LINKS } from './topics.js';
@@ -80,7 +80,7 @@ export class ChangeNotifier {
       query: links.length > 0 ? `$expand=${links.map((link) => `${link.navigation}($select=id)`).join(',')}` : '',
       body: undefined,
       preferMinimal: false,
-      baseUrl: `${this.deps.dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`,
+      baseUrl: publicBaseOf(this.deps.dataApiUrl, route),
       schema: route.storageSchema,
       rights: { read: true, write: false },
     });

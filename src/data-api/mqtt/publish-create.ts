@@ -1,5 +1,5 @@
 import type { StaServer } from '../../sta/types.js';
-import type { PayloadRoute } from '../route-table.js';
+import { publicBaseOf, type PayloadRoute } from '../route-table.js';
 import type { StaTopic } from './topics.js';
 
 export interface PublishLog {
@@ -39,7 +39,7 @@ export async function createFromPublish(
       body,
       // Nobody reads the answer (subscribers learn of the entity through the change feed): skip the re-read.
       preferMinimal: true,
-      baseUrl: `${dataApiUrl}/v1/datasets/${route.datasetId}/${encodeURIComponent(route.slug)}`,
+      baseUrl: publicBaseOf(dataApiUrl, route),
       schema: route.storageSchema,
       rights,
     });
