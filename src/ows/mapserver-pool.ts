@@ -1,0 +1,287 @@
+// Supervises a fixed pool of FastCGI MapServer processes (never one process per request).
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { FastCgiConnection, type CgiResponse } from './fastcgi.js';
+
+export type { CgiResponse } from './fastcgi.js';
+
+export interface MapServerPoolOptions {
+  size: number;
+  runtimeDir: string;
+  mapserv: string;
+  spawnFcgi: string;
+  env: Record<string, string>;
+  requestTimeoutMs: number;
+  maxQueue: number;
+  log: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
+}
+
+export class MapServerBusyError extends Error {
+  override name = 'MapServerBusyError';
+}
+export class MapServerTimeoutError extends Error {
+  override name = 'MapServerTimeoutError';
+}
+export class MapServerFailedError extends Error {
+  override name = 'MapServerFailedError';
+}
+
+function findOnPath(name: string, override: string | undefined): string | null {
+  const candidates = override ? [override] : (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((d) => path.join(d, name));
+  for (const c of candidates) {
+    try {
+      fs.accessSync(c, fs.constants.X_OK);
+      return c;
+    } catch {
+      /* try the next one */
+    }
+  }
+  return null;
+}
+
+export function locateMapServer(): { mapserv: string; spawnFcgi: string } | null {
+  const mapserv = findOnPath('mapserv', process.env.MAPSERV_PATH);
+  const spawnFcgi = findOnPath('spawn-fcgi', process.env.SPAWN_FCGI_PATH);
+  return mapserv && spawnFcgi ? { mapserv, spawnFcgi } : null;
+}
+
+const MIN_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 5000;
+const STOP_GRACE_MS = 2000;
+// spawn-fcgi binds the socket a few ms after fork; until then connect fails with ENOENT/ECONNREFUSED.
+const CONNECT_ATTEMPTS = 50;
+const CONNECT_RETRY_MS = 20;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Job {
+  params: Record<string, string>;
+  body?: Buffer;
+  timeoutMs: number;
+  resolve(r: CgiResponse): void;
+  reject(e: Error): void;
+}
+
+interface Worker {
+  index: number;
+  socketPath: string;
+  child: ChildProcess | null;
+  conn: FastCgiConnection | null;
+  ready: boolean;
+  job: Job | null;
+  backoffMs: number;
+  respawnTimer: NodeJS.Timeout | null;
+  exited: Promise<void>;
+  /** Set by reload(): on exit, spawn a replacement at once instead of after a back-off. */
+  replacing: boolean;
+}
+
+export class MapServerPool {
+  private readonly workers: Worker[] = [];
+  private readonly queue: Job[] = [];
+  private stopping: Promise<void> | null = null;
+  private readonly killAllSync = () => {
+    for (const w of this.workers) if (w.child?.exitCode === null) w.child.kill('SIGKILL');
+  };
+
+  constructor(private readonly o: MapServerPoolOptions) {}
+
+  /** Total FastCGI connects over all workers; with kept connections it stays at one per spawn. */
+  get connects(): number {
+    return this.workers.reduce((n, w) => n + (w.conn?.connects ?? 0), 0);
+  }
+
+  async start(): Promise<void> {
+    fs.mkdirSync(this.o.runtimeDir, { recursive: true });
+    // Last resort so workers never outlive us if stop() is skipped; exit handlers must be synchronous.
+    process.on('exit', this.killAllSync);
+    for (let i = 0; i < this.o.size; i++) {
+      this.workers.push({
+        index: i,
+        socketPath: path.join(this.o.runtimeDir, `mapserv-${i}.sock`),
+        child: null,
+        conn: null,
+        ready: false,
+        job: null,
+        backoffMs: MIN_BACKOFF_MS,
+        respawnTimer: null,
+        exited: Promise.resolve(),
+        replacing: false,
+      });
+    }
+    const started = await Promise.all(this.workers.map((w) => this.spawnWorker(w)));
+    if (!started.every(Boolean)) {
+      await this.stop();
+      throw new MapServerFailedError('MapServer workers did not start');
+    }
+  }
+
+  pids(): number[] {
+    return this.workers.flatMap((w) => (w.child?.pid !== undefined && w.child.exitCode === null && w.child.signalCode === null ? [w.child.pid] : []));
+  }
+
+  /** timeoutMs overrides requestTimeoutMs for this request (e.g. a generous one for big GetMaps). */
+  run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs): Promise<CgiResponse> {
+    if (this.stopping) return Promise.reject(new MapServerFailedError('MapServer pool is stopped'));
+    return new Promise((resolve, reject) => {
+      const job: Job = { params, body, timeoutMs, resolve, reject };
+      const idle = this.workers.find((w) => w.ready && !w.job);
+      if (idle) this.dispatch(idle, job);
+      else if (this.queue.length >= this.o.maxQueue) reject(new MapServerBusyError('MapServer queue is full'));
+      else this.queue.push(job);
+    });
+  }
+
+  /**
+   * MapServer reads its config file (MAPS aliases, ENV) only at process start, so config
+   * changes need fresh processes. Workers are replaced one at a time; each finishes its
+   * current request first, so no request fails.
+   */
+  async reload(): Promise<void> {
+    for (const w of this.workers) {
+      if (this.stopping) return;
+      w.ready = false; // takes no new work; queued requests go to the others
+      while (w.job) await sleep(5);
+      const child = w.child;
+      if (!child || child.exitCode !== null) continue;
+      w.replacing = true;
+      child.kill('SIGKILL'); // idle, so nothing is lost
+      await w.exited;
+      while (!this.stopping && !w.ready) await sleep(5);
+    }
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const job of this.queue.splice(0)) job.reject(new MapServerFailedError('MapServer pool is stopping'));
+    await Promise.all(
+      this.workers.map(async (w) => {
+        if (w.respawnTimer) clearTimeout(w.respawnTimer);
+        const child = w.child;
+        if (child && child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGTERM');
+          // mapserv's SIGTERM handler only flags "exit after the current request" and is one-shot,
+          // so an idle worker needs a second SIGTERM to actually die.
+          if (!w.job) setTimeout(() => child.kill('SIGTERM'), 50).unref();
+          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+          await w.exited;
+          clearTimeout(timer);
+        }
+        w.conn?.destroy();
+        fs.rmSync(w.socketPath, { force: true });
+      }),
+    );
+    process.off('exit', this.killAllSync);
+  }
+
+  /** Resolves true once the worker accepts FastCGI connections. */
+  private async spawnWorker(w: Worker): Promise<boolean> {
+    w.respawnTimer = null;
+    if (this.stopping) return false;
+    fs.rmSync(w.socketPath, { force: true });
+    const child = spawn(this.o.spawnFcgi, ['-n', '-s', w.socketPath, '-M', '0600', '--', this.o.mapserv], {
+      env: { ...this.o.env, PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    w.child = child;
+    w.ready = false;
+    w.conn = new FastCgiConnection(w.socketPath);
+    w.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.onExit(w, child, code, signal);
+        resolve();
+      });
+      child.once('error', (err) => {
+        this.o.log.error({ worker: w.index, err: err.message }, 'MapServer worker could not be spawned');
+        if (child.pid === undefined) {
+          this.onExit(w, child, null, null);
+          resolve();
+        }
+      });
+    });
+    child.stderr?.on('data', (d: Buffer) => this.o.log.warn({ worker: w.index, pid: child.pid }, d.toString().trim()));
+    this.o.log.info({ worker: w.index, pid: child.pid, socket: w.socketPath }, 'MapServer worker spawned');
+
+    for (let attempt = 0; attempt < CONNECT_ATTEMPTS; attempt++) {
+      if (w.child !== child || child.exitCode !== null || child.signalCode !== null) return false;
+      try {
+        await w.conn.connect();
+        w.ready = true;
+        this.pump();
+        return true;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT' && code !== 'ECONNREFUSED') break;
+        await sleep(CONNECT_RETRY_MS);
+      }
+    }
+    this.o.log.error({ worker: w.index, pid: child.pid }, 'MapServer worker does not accept connections; killing it');
+    child.kill('SIGKILL');
+    return false;
+  }
+
+  private onExit(w: Worker, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (w.child !== child) return;
+    w.ready = false;
+    w.conn?.destroy();
+    const job = w.job;
+    w.job = null;
+    job?.reject(new MapServerFailedError(`MapServer worker exited (code ${code}, signal ${signal})`));
+    const log = this.stopping || w.replacing ? this.o.log.info : this.o.log.warn;
+    log.call(this.o.log, { worker: w.index, pid: child.pid, code, signal }, 'MapServer worker exited');
+    if (this.stopping) return;
+    const delay = w.replacing ? 0 : w.backoffMs;
+    if (!w.replacing) w.backoffMs = Math.min(w.backoffMs * 2, MAX_BACKOFF_MS);
+    w.replacing = false;
+    this.o.log.info({ worker: w.index, delayMs: delay }, 'MapServer worker respawn scheduled');
+    w.respawnTimer = setTimeout(() => void this.spawnWorker(w), delay);
+  }
+
+  private pump(): void {
+    for (const w of this.workers) {
+      if (!this.queue.length) return;
+      if (w.ready && !w.job) this.dispatch(w, this.queue.shift()!);
+    }
+  }
+
+  private dispatch(w: Worker, job: Job): void {
+    w.job = job;
+    const child = w.child!;
+    const timer = setTimeout(() => {
+      if (w.job !== job) return;
+      w.job = null;
+      w.ready = false;
+      job.reject(new MapServerTimeoutError(`MapServer did not answer within ${job.timeoutMs} ms`));
+      // A stuck MapServer must not hold a slot: kill it, the exit handler respawns it.
+      child.kill('SIGKILL');
+    }, job.timeoutMs);
+    w.conn!.request(job.params, job.body).then(
+      (res) => {
+        clearTimeout(timer);
+        if (w.job !== job) return;
+        w.job = null;
+        w.backoffMs = MIN_BACKOFF_MS;
+        job.resolve(res);
+        this.pump();
+      },
+      (err: Error) => {
+        clearTimeout(timer);
+        if (w.job !== job) return;
+        w.job = null;
+        w.ready = false;
+        job.reject(new MapServerFailedError(`MapServer request failed: ${err.message}`));
+        // The connection is unusable; a fresh process is the simplest known-good state.
+        child.kill('SIGKILL');
+      },
+    );
+  }
+}
