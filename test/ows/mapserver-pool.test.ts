@@ -1,0 +1,292 @@
+// Runs the real mapserv under spawn-fcgi; no mocks. Skipped only when either binary is missing.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  locateMapServer,
+  MapServerBusyError,
+  MapServerFailedError,
+  MapServerPool,
+  MapServerTimeoutError,
+  type MapServerPoolOptions,
+} from '../../src/ows/mapserver-pool.js';
+
+const binaries = locateMapServer();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const mapfile = (name: string, layer: string) => `MAP
+  NAME "${name}"
+  EXTENT -180 -90 180 90
+  SIZE 256 256
+  PROJECTION "init=epsg:4326" END
+  WEB
+    METADATA
+      "ows_enable_request" "*"
+      "ows_onlineresource" "http://example/ows?"
+      "ows_title" "${name}"
+      "ows_srs" "EPSG:4326"
+    END
+  END
+  LAYER
+    NAME "${layer}"
+    TYPE POINT
+    STATUS ON
+    PROJECTION "init=epsg:4326" END
+    METADATA "ows_title" "${layer}" END
+    FEATURE POINTS 10 50 END END
+    CLASS STYLE COLOR 255 0 0 SIZE 8 END END
+  END
+END
+`;
+
+const config = (dir: string, maps: Record<string, string>) => `CONFIG
+  ENV
+    MS_MAP_PATTERN "^${dir}/"
+  END
+  MAPS
+${Object.entries(maps)
+  .map(([alias, file]) => `    ${alias} "${file}"`)
+  .join('\n')}
+  END
+END
+`;
+
+const get = (query: string) => ({
+  REQUEST_METHOD: 'GET',
+  QUERY_STRING: query,
+  SCRIPT_NAME: '/mapserv',
+  SERVER_NAME: 'localhost',
+  SERVER_PORT: '80',
+  SERVER_PROTOCOL: 'HTTP/1.1',
+  CONTENT_LENGTH: '0',
+});
+const capabilities = (map = 'M1') => get(`map=${map}&SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities`);
+const getMap = (size: number) =>
+  get(`map=M1&SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=-90,-180,90,180&WIDTH=${size}&HEIGHT=${size}&FORMAT=image/png`);
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function until(what: string, check: () => boolean, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
+  let dir: string;
+  let configFile: string;
+  const pools: MapServerPool[] = [];
+  const logs: { level: string; obj: object; msg: string }[] = [];
+
+  const startPool = async (o: Partial<MapServerPoolOptions> = {}) => {
+    const pool = new MapServerPool({
+      size: 2,
+      runtimeDir: path.join(dir, `run-${pools.length}`),
+      mapserv: binaries!.mapserv,
+      spawnFcgi: binaries!.spawnFcgi,
+      env: { MAPSERVER_CONFIG_FILE: configFile },
+      requestTimeoutMs: 10_000,
+      maxQueue: 100,
+      log: {
+        info: (obj, msg) => logs.push({ level: 'info', obj, msg }),
+        warn: (obj, msg) => logs.push({ level: 'warn', obj, msg }),
+        error: (obj, msg) => logs.push({ level: 'error', obj, msg }),
+      },
+      ...o,
+    });
+    pools.push(pool);
+    await pool.start();
+    return pool;
+  };
+
+  before(() => {
+    dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mapserv-pool-')));
+    fs.writeFileSync(path.join(dir, 'm1.map'), mapfile('m1', 'pts'));
+    configFile = path.join(dir, 'mapserver.conf');
+    fs.writeFileSync(configFile, config(dir, { M1: path.join(dir, 'm1.map') }));
+  });
+  after(async () => {
+    await Promise.all(pools.map((p) => p.stop()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('answers WMS capabilities, OWS exceptions with status 400, PNG maps and XML POSTs', async () => {
+    const pool = await startPool();
+
+    const caps = await pool.run(capabilities());
+    assert.equal(caps.status, 200);
+    assert.match(caps.headers['content-type']!, /text\/xml/);
+    assert.match(caps.body.toString(), /<WMS_Capabilities[\s\S]*<Name>pts<\/Name>/);
+
+    const bad = await pool.run(get('map=M1&SERVICE=WFS&VERSION=2.0.0&REQUEST=Foo'));
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.toString(), /ExceptionReport/);
+
+    const png = await pool.run(getMap(64));
+    assert.equal(png.status, 200);
+    assert.equal(png.headers['content-type'], 'image/png');
+    assert.deepEqual(png.body.subarray(0, 8), PNG_SIGNATURE);
+
+    // The query string names only the map: everything else must come through FastCGI STDIN.
+    const xml = Buffer.from(
+      '<?xml version="1.0"?><GetFeature xmlns="http://www.opengis.net/wfs/2.0" service="WFS" version="2.0.0"><Query typeNames="pts"/></GetFeature>',
+    );
+    const post = await pool.run({ ...get('map=M1'), REQUEST_METHOD: 'POST', CONTENT_TYPE: 'text/xml', CONTENT_LENGTH: String(xml.length) }, xml);
+    assert.equal(post.status, 200);
+    assert.match(post.body.toString(), /<wfs:FeatureCollection[\s\S]*numberReturned="1"[\s\S]*<ms:pts/);
+  });
+
+  test('50 concurrent requests on 2 workers: same 2 processes, one kept connection each', async () => {
+    const pool = await startPool({ size: 2 });
+    const before = pool.pids();
+    assert.equal(before.length, 2);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => pool.run(capabilities())));
+    for (const a of answers) {
+      assert.equal(a.status, 200);
+      assert.match(a.body.toString(), /<Name>pts<\/Name>/);
+    }
+    assert.deepEqual(pool.pids(), before);
+    assert.equal(pool.connects, 2);
+  });
+
+  test('spawn-fcgi -n execs mapserv in place: the pids are mapserv processes', { skip: process.platform !== 'linux' }, async () => {
+    const pool = await startPool({ size: 1 });
+    const [pid] = pool.pids();
+    assert.equal(fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), 'mapserv');
+  });
+
+  test('queue beyond maxQueue is refused with MapServerBusyError', async () => {
+    const pool = await startPool({ size: 1, maxQueue: 1 });
+    const results = await Promise.allSettled([pool.run(getMap(512)), pool.run(capabilities()), pool.run(capabilities())]);
+    assert.equal(results[0].status, 'fulfilled');
+    assert.equal(results[1].status, 'fulfilled');
+    assert.equal(results[2].status, 'rejected');
+    assert.ok((results[2] as PromiseRejectedResult).reason instanceof MapServerBusyError);
+  });
+
+  test('a worker killed with SIGKILL is respawned while requests keep succeeding', async () => {
+    const pool = await startPool({ size: 2 });
+    const [victim, survivor] = pool.pids();
+    const noticed = () => logs.some((l) => l.msg === 'MapServer worker exited' && (l.obj as { pid?: number }).pid === victim);
+    process.kill(victim!, 'SIGKILL');
+    // A request sent between the kill and Node seeing the exit still goes to the dead worker and fails
+    // (no retry: MapServer requests need not be idempotent), so wait for the pool to notice.
+    await until('the exit to be noticed', noticed);
+    assert.deepEqual(pool.pids(), [survivor], 'respawn is delayed, so only the survivor serves meanwhile');
+    const during = await Promise.all(Array.from({ length: 10 }, () => pool.run(capabilities())));
+    for (const a of during) assert.equal(a.status, 200);
+    await until('a new worker', () => pool.pids().length === 2 && !pool.pids().includes(victim!));
+    assert.ok(pool.pids().includes(survivor!));
+    const afterwards = await Promise.all(Array.from({ length: 10 }, () => pool.run(capabilities())));
+    for (const a of afterwards) assert.match(a.body.toString(), /<Name>pts<\/Name>/);
+    assert.ok(logs.some((l) => l.msg === 'MapServer worker exited' && (l.obj as { pid?: number; signal?: string }).pid === victim && (l.obj as { signal?: string }).signal === 'SIGKILL'));
+  });
+
+  test('the request in flight when its worker dies rejects with MapServerFailedError', async () => {
+    const pool = await startPool({ size: 1 });
+    const [pid] = pool.pids();
+    const inFlight = pool.run(getMap(4096));
+    process.kill(pid!, 'SIGKILL');
+    await assert.rejects(inFlight, MapServerFailedError);
+    const next = await pool.run(capabilities());
+    assert.equal(next.status, 200);
+    assert.notDeepEqual(pool.pids(), [pid]);
+  });
+
+  test('a request over the timeout rejects with MapServerTimeoutError, its worker is replaced', async () => {
+    const pool = await startPool({ size: 1, requestTimeoutMs: 1 });
+    const [pid] = pool.pids();
+    await assert.rejects(pool.run(getMap(4096)), MapServerTimeoutError);
+    await until('the stuck worker to be killed', () => !alive(pid!));
+    const next = await pool.run(capabilities(), undefined, 10_000);
+    assert.equal(next.status, 200);
+    assert.equal(pool.pids().length, 1);
+    assert.notEqual(pool.pids()[0], pid);
+  });
+
+  test('stop() kills every worker, removes the sockets, and is safe to call twice', async () => {
+    const pool = await startPool({ size: 3 });
+    const pids = pool.pids();
+    const runtimeDir = path.join(dir, `run-${pools.length - 1}`);
+    assert.equal(fs.readdirSync(runtimeDir).filter((f) => f.endsWith('.sock')).length, 3);
+    const started = Date.now();
+    await Promise.all([pool.stop(), pool.stop()]);
+    // Idle mapserv ignores its first SIGTERM until a request comes; the second one must do it, not the 2 s SIGKILL.
+    assert.ok(Date.now() - started < 1500, `stop took ${Date.now() - started} ms`);
+    for (const pid of pids) assert.equal(alive(pid), false, `worker ${pid} still alive`);
+    assert.deepEqual(fs.readdirSync(runtimeDir), []);
+    assert.deepEqual(pool.pids(), []);
+    await assert.rejects(pool.run(capabilities()), MapServerFailedError);
+    await pool.stop();
+  });
+
+  test('a running worker sees mapfile edits on the next request (no restart needed)', async () => {
+    const file = path.join(dir, 'edit.map');
+    fs.writeFileSync(file, mapfile('edit', 'before'));
+    const pool = await startPool({ size: 1 });
+    const pid = pool.pids()[0];
+    assert.match((await pool.run(get(`map=${file}&SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities`))).body.toString(), /<Name>before<\/Name>/);
+    fs.writeFileSync(file, mapfile('edit', 'after'));
+    const caps = (await pool.run(get(`map=${file}&SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities`))).body.toString();
+    assert.match(caps, /<Name>after<\/Name>/);
+    assert.doesNotMatch(caps, /<Name>before<\/Name>/);
+    assert.deepEqual(pool.pids(), [pid]);
+  });
+
+  test('a running worker does NOT see a new MAPS alias; reload() replaces workers without failing requests', async () => {
+    const pool = await startPool({ size: 2 });
+    const oldPids = pool.pids();
+    // mapserv loads the config file on its first request, not at exec: warm both workers first.
+    await Promise.all([pool.run(capabilities()), pool.run(capabilities())]);
+    fs.writeFileSync(path.join(dir, 'm2.map'), mapfile('m2', 'pts2'));
+    fs.writeFileSync(configFile, config(dir, { M1: path.join(dir, 'm1.map'), M2: path.join(dir, 'm2.map') }));
+
+    // The config is read once per process: M2 is unknown to the running workers, which treat it as a
+    // map path failing MS_MAP_PATTERN and answer an HTML "MapServer Message" page with status 200.
+    for (let i = 0; i < 4; i++) {
+      const stale = await pool.run(capabilities('M2'));
+      assert.doesNotMatch(stale.body.toString(), /<Name>pts2<\/Name>/);
+      assert.equal(stale.status, 200);
+      assert.match(stale.body.toString(), /MapServer Message[\s\S]*&quot;map&quot; fails to validate/);
+    }
+
+    let stopLoad = false;
+    const load = (async () => {
+      let n = 0;
+      while (!stopLoad) {
+        const a = await pool.run(capabilities('M1'));
+        assert.equal(a.status, 200);
+        n++;
+      }
+      return n;
+    })();
+    await pool.reload();
+    stopLoad = true;
+    assert.ok((await load) > 0);
+
+    const fresh = pool.pids();
+    assert.equal(fresh.length, 2);
+    for (const pid of oldPids) assert.ok(!fresh.includes(pid));
+    const answers = await Promise.all(Array.from({ length: 4 }, () => pool.run(capabilities('M2'))));
+    for (const a of answers) assert.match(a.body.toString(), /<Name>pts2<\/Name>/);
+  });
+
+  test('a worker that has served nothing yet reads the config file on its first request', async () => {
+    const pool = await startPool({ size: 1 });
+    fs.writeFileSync(path.join(dir, 'm3.map'), mapfile('m3', 'pts3'));
+    fs.writeFileSync(configFile, config(dir, { M1: path.join(dir, 'm1.map'), M3: path.join(dir, 'm3.map') }));
+    assert.match((await pool.run(capabilities('M3'))).body.toString(), /<Name>pts3<\/Name>/);
+  });
+});
