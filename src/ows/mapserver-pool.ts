@@ -59,6 +59,12 @@ const CONNECT_RETRY_MS = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Last resort so workers never outlive Node if stop() is skipped; 'exit' handlers must be synchronous.
+const liveChildren = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
+
 interface Job {
   params: Record<string, string>;
   body?: Buffer;
@@ -85,9 +91,6 @@ export class MapServerPool {
   private readonly workers: Worker[] = [];
   private readonly queue: Job[] = [];
   private stopping: Promise<void> | null = null;
-  private readonly killAllSync = () => {
-    for (const w of this.workers) if (w.child?.exitCode === null) w.child.kill('SIGKILL');
-  };
 
   constructor(private readonly o: MapServerPoolOptions) {}
 
@@ -98,8 +101,6 @@ export class MapServerPool {
 
   async start(): Promise<void> {
     fs.mkdirSync(this.o.runtimeDir, { recursive: true });
-    // Last resort so workers never outlive us if stop() is skipped; exit handlers must be synchronous.
-    process.on('exit', this.killAllSync);
     for (let i = 0; i < this.o.size; i++) {
       this.workers.push({
         index: i,
@@ -122,7 +123,7 @@ export class MapServerPool {
   }
 
   pids(): number[] {
-    return this.workers.flatMap((w) => (w.child?.pid !== undefined && w.child.exitCode === null && w.child.signalCode === null ? [w.child.pid] : []));
+    return this.workers.flatMap((w) => (w.child?.pid !== undefined ? [w.child.pid] : []));
   }
 
   /** timeoutMs overrides requestTimeoutMs for this request (e.g. a generous one for big GetMaps). */
@@ -180,7 +181,6 @@ export class MapServerPool {
         fs.rmSync(w.socketPath, { force: true });
       }),
     );
-    process.off('exit', this.killAllSync);
   }
 
   /** Resolves true once the worker accepts FastCGI connections. */
@@ -193,6 +193,7 @@ export class MapServerPool {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     w.child = child;
+    liveChildren.add(child);
     w.ready = false;
     w.conn = new FastCgiConnection(w.socketPath);
     w.exited = new Promise((resolve) => {
@@ -230,7 +231,10 @@ export class MapServerPool {
   }
 
   private onExit(w: Worker, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    liveChildren.delete(child);
+    // 'error' and 'exit' may both fire for one child: handle it once.
     if (w.child !== child) return;
+    w.child = null;
     w.ready = false;
     w.conn?.destroy();
     const job = w.job;

@@ -1,9 +1,11 @@
 // Runs the real mapserv under spawn-fcgi; no mocks. Skipped only when either binary is missing.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   locateMapServer,
   MapServerBusyError,
@@ -288,5 +290,29 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     fs.writeFileSync(path.join(dir, 'm3.map'), mapfile('m3', 'pts3'));
     fs.writeFileSync(configFile, config(dir, { M1: path.join(dir, 'm1.map'), M3: path.join(dir, 'm3.map') }));
     assert.match((await pool.run(capabilities('M3'))).body.toString(), /<Name>pts3<\/Name>/);
+  });
+
+  test('workers do not outlive a Node process that exits without stop()', { skip: process.platform !== 'linux' }, async () => {
+    const poolModule = fileURLToPath(new URL('../../src/ows/mapserver-pool.ts', import.meta.url));
+    const script = `
+      import { MapServerPool } from ${JSON.stringify(poolModule)};
+      const log = { info() {}, warn() {}, error() {} };
+      const pool = new MapServerPool({ size: 2, runtimeDir: ${JSON.stringify(path.join(dir, 'run-exit'))}, mapserv: ${JSON.stringify(binaries!.mapserv)},
+        spawnFcgi: ${JSON.stringify(binaries!.spawnFcgi)}, env: { MAPSERVER_CONFIG_FILE: ${JSON.stringify(configFile)} }, requestTimeoutMs: 5000, maxQueue: 1, log });
+      await pool.start();
+      console.log(JSON.stringify(pool.pids()));
+      process.exit(0);`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const pids = JSON.parse(out) as number[];
+    assert.equal(pids.length, 2);
+    // Killed children of a dead parent may linger as zombies until PID 1 reaps them: check the state.
+    const gone = (pid: number) => {
+      try {
+        return !alive(pid) || /^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      } catch {
+        return true; // reaped between the two checks
+      }
+    };
+    await until('orphaned workers to die', () => pids.every(gone));
   });
 });
