@@ -139,9 +139,10 @@ export class MapServerPool {
   }
 
   /**
-   * MapServer reads its config file (MAPS aliases, ENV) only at process start, so config
-   * changes need fresh processes. Workers are replaced one at a time; each finishes its
-   * current request first, so no request fails.
+   * A mapserv process reads its config file (MAPS aliases, ENV) once, at its first request,
+   * and keeps it; config changes need fresh processes (mapfile edits do not: mapfiles are
+   * loaded per request). Workers are replaced one at a time, each after finishing its
+   * current request, so no request fails.
    */
   async reload(): Promise<void> {
     for (const w of this.workers) {
