@@ -37,6 +37,10 @@ const EnvSchema = Type.Object({
   STA_UPSTREAM_URL: Type.Optional(HttpUrl),
   STA_UPSTREAM_ORIGINS: Type.String({ default: '' }),
   UPSTREAM_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
+  // MapServer, the OWS downstream: its FastCGI pool, where its mapfiles go, how long a request may take.
+  OWS_WORKERS: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
+  OWS_MAP_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  OWS_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' },
@@ -58,6 +62,8 @@ export interface Config {
    */
   staUpstream: { url: string | null; origins: string[]; timeoutMs: number };
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
+  /** MapServer's FastCGI workers per data-API process, its mapfile folder (null: a fresh temp folder), its request timeout. */
+  ows: { workers: number; mapDir: string | null; timeoutMs: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
@@ -129,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: e.DEV_IDP_PASSWORD,
       tokenTtlSeconds: e.DEV_IDP_TTL,
     },
+    ows: { workers: e.OWS_WORKERS, mapDir: e.OWS_MAP_DIR ?? null, timeoutMs: e.OWS_TIMEOUT_MS },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },

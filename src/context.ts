@@ -6,6 +6,7 @@ import type { SagaRunner } from './jobs/saga-runner.js';
 import type { StaServer } from './sta/types.js';
 import type { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { FeatureStore } from './ows/types.js';
+import type { OwsServer } from './ows/ows-server.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -23,6 +24,8 @@ export interface AppContext {
   postgis: boolean;
   /** The feature collections of OWS named APIs (needs PostGIS), shared by the gateway and the RELEASE saga. */
   features: FeatureStore;
+  /** WFS and WMS of OWS named APIs: MapServer's pool (started by the data API), one generated mapfile per API. */
+  ows: OwsServer;
   /** Committed SensorThings writes of every process, for the MQTT subscribers of the gateway. */
   staChanges: StaChangeFeed;
 }

@@ -14,7 +14,9 @@ import { createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import { enablePostgis } from './db/postgis.js';
-import { createFeatureStore } from './ows/index.js';
+import { createFeatureStore, OwsServer } from './ows/index.js';
+import { announceRouteChange } from './data-api/route-table.js';
+import { stylesOfDataset } from './modules/styles/index.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -37,9 +39,13 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
     const sta = createStaServer({ db, postgis, onChange: (change) => staChanges.announce(change) });
-    const features = createFeatureStore({ db, postgis });
+    const ows = new OwsServer({
+      db, postgis, databaseUrl: where.url, settings: config.ows,
+      stylesOf: (datasetId) => stylesOfDataset(db, datasetId),
+    });
+    const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, staChanges };
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -16,6 +16,7 @@ import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
+import { owsOperationOf } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -54,9 +55,22 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
   await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });
 
-  const routes = new RouteTable(ctx.db, { listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log });
-  app.addHook('onReady', () => routes.start());
-  app.addHook('onClose', () => routes.stop());
+  // OGC requests arrive as XML documents or forms; MapServer gets their bytes as they came.
+  app.addContentTypeParser(['text/xml', 'application/xml', 'application/x-www-form-urlencoded'], { parseAs: 'buffer', bodyLimit: PAYLOAD_BODY_LIMIT_BYTES },
+    (_request, body, done) => done(null, body));
+
+  const routes = new RouteTable(ctx.db, {
+    listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log,
+    onReload: (published) => ctx.ows.routesChanged(published.filter((route) => route.standard === 'OWS').map((route) => owsRouteOf(ctx, route))),
+  });
+  app.addHook('onReady', async () => {
+    ctx.ows.start(app.log);
+    await routes.start();
+  });
+  app.addHook('onClose', async () => {
+    await routes.stop();
+    await ctx.ows.stop();
+  });
   installMqtt(app, ctx, routes, { port: options.mqttPort ?? null, host: ctx.config.host });
 
   const serve = (request: FastifyRequest, reply: FastifyReply) => servePayload(request, reply, routes, ctx);
@@ -69,7 +83,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
-  const operation = operationOf(request.method, route, address);
+  const operation = operationOf(request, route, address);
   const decision = decidePayloadAccess(request.caller, route, operation);
   switch (decision.outcome) {
     case 'unauthenticated':
@@ -90,16 +104,29 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
 }
 
 /**
- * OWS: the feature collections (`{base}/collections…`) are ours; OGC requests need MapServer,
- * which this service does not drive yet. Without PostGIS neither can work, and the answer says so.
+ * OWS: the feature collections (`{base}/collections…`) are ours; OGC requests on the base itself go
+ * to MapServer. Without PostGIS neither can work, without MapServer only the collections can; the
+ * 503 says what is missing.
  */
 async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress) {
   if (!ctx.features.available) throw featureStoreUnavailable();
-  if (address.rest === '/collections' || address.rest.startsWith('/collections/')) {
-    return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
-  }
-  throw new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need MapServer, which this service does not drive yet');
+  if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
+  if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
+  const answer = await ctx.ows.handle({
+    route: owsRouteOf(ctx, route),
+    method: request.method,
+    query: address.query,
+    body: Buffer.isBuffer(request.body) ? request.body : undefined,
+    contentType: request.headers['content-type'],
+  });
+  return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
+
+const isCollectionsPath = (address: PayloadAddress | null) => address !== null && (address.rest === '/collections' || address.rest.startsWith('/collections/'));
+
+const owsRouteOf = (ctx: AppContext, route: PayloadRoute) => ({
+  datasetId: route.datasetId, slug: route.slug, schema: route.storageSchema, publicBase: publicBaseOf(ctx.config.dataApi.baseUrl, route),
+});
 
 async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyReply, features: FeatureStore, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress) {
   const answer = await features.handle({
@@ -116,7 +143,12 @@ async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyRepl
 }
 
 
-function operationOf(method: string, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+/** What a payload request does. OGC requests say it themselves: an XML POST of GetMap reads, a WFS-T Transaction writes. */
+function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+  const method = request.method;
+  if (route?.standard === 'OWS' && address && !isCollectionsPath(address) && (method === 'GET' || method === 'HEAD' || method === 'POST')) {
+    return owsOperationOf({ method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] });
+  }
   if (method === 'GET' || method === 'HEAD') return 'read';
   return isBatch(route, address) ? 'read-or-write' : 'write';
 }

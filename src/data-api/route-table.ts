@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ConnectionLog, Database } from '../db/client.js';
 import { listenForNotifications, type Listener } from '../db/notifications.js';
 import { sequenceVersion } from '../db/sequence-version.js';
@@ -21,9 +22,19 @@ export interface RouteTableOptions {
   /** How often the version is polled (default 500 ms: a release shows within 1 s without LISTEN). */
   pollMs?: number;
   log: ConnectionLog;
+  /** Called after every reload with the routes now published (the OWS server drops maps of vanished routes). */
+  onReload?: (routes: PayloadRoute[]) => void;
 }
 
 const key = (datasetId: string, slug: string) => `${datasetId}/${slug}`;
+
+/**
+ * Tells every gateway process that what a route serves changed without a dataset change (a feature
+ * collection was created or dropped): they reload their routes, and with them their OWS maps.
+ */
+export async function announceRouteChange(trx: Database): Promise<void> {
+  await sql`select pg_notify('gateway_routes', nextval('gateway_route_version')::text)`.execute(trx);
+}
 
 /** The public base URL of a route (its `previewUrl`): every link the payload servers answer starts with it. */
 export const publicBaseOf = (dataApiUrl: string, route: Pick<PayloadRoute, 'datasetId' | 'slug'>) =>
@@ -104,6 +115,7 @@ export class RouteTable {
             openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema, upstreamUrl: row.upstream_url,
           }]));
           this.loadedVersion = version;
+          this.options.onReload?.([...this.routes.values()]);
         } catch (error) {
           this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: reload failed; keeping the last known routes');
         }

@@ -14,6 +14,11 @@ export interface FeatureStoreDeps {
   db: Database;
   /** PostGIS present (PostgreSQL with the extension); without it the store serves nothing. */
   postgis: boolean;
+  /**
+   * A collection was created or dropped: `announce` runs in its transaction (every gateway process
+   * rewrites its maps), `committed` after it (this process's maps, at once).
+   */
+  catalogueChange?: { announce(trx: Database): Promise<void>; committed(): void };
 }
 
 const GEOJSON = { 'content-type': 'application/geo+json' };
@@ -33,7 +38,7 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
         await provisionCatalogue(db, request.schema);
         provisioned.add(request.schema);
       }
-      const response = await route(db, request);
+      const response = await route(db, request, deps.catalogueChange);
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;
       return head;
@@ -45,20 +50,26 @@ export const unavailable = () =>
   new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need PostgreSQL with PostGIS: set DATABASE_URL to a PostgreSQL server with the postgis extension');
 
 /** `/collections`, `/collections/{name}`, `/collections/{name}/items`, `/collections/{name}/items/{fid}`. */
-async function route(db: Database, request: FeatureRequest): Promise<FeatureResponse> {
+type CatalogueChange = FeatureStoreDeps['catalogueChange'];
+
+async function route(db: Database, request: FeatureRequest, catalogueChange: CatalogueChange): Promise<FeatureResponse> {
   const [, first, name, items, fid, ...extra] = request.path.split('/');
   if (first !== 'collections' || extra.length > 0 || (items !== undefined && items !== 'items')) throw new AppError('NOT_FOUND', `Nothing at ${request.path}`);
   const method = request.method === 'HEAD' ? 'GET' : request.method;
   if (name === undefined) {
     if (method === 'GET') return listAll(db, request.schema);
-    if (method === 'POST') return createCollection(db, request);
+    if (method === 'POST') return createCollection(db, request, catalogueChange);
     throw notAllowed('GET, POST');
   }
   const collection = await collectionNamed(db, request.schema, name);
   if (items === undefined) {
     if (method === 'GET') return { status: 200, body: await describe(db, request.schema, collection) };
     if (method === 'DELETE') {
-      await db.transaction().execute((trx) => dropCollection(trx as Database, request.schema, collection.name));
+      await db.transaction().execute(async (trx) => {
+        await dropCollection(trx as Database, request.schema, collection.name);
+        await catalogueChange?.announce(trx as Database);
+      });
+      catalogueChange?.committed();
       return { status: 204 };
     }
     throw notAllowed('GET, DELETE');
@@ -94,7 +105,7 @@ async function listAll(db: Database, schema: string): Promise<FeatureResponse> {
   return { status: 200, body: { collections: await Promise.all(collections.map((c) => describe(db, schema, c))) } };
 }
 
-async function createCollection(db: Database, request: FeatureRequest): Promise<FeatureResponse> {
+async function createCollection(db: Database, request: FeatureRequest, catalogueChange: CatalogueChange): Promise<FeatureResponse> {
   const def = parseCollectionDef(request.body);
   if (!(await isKnownSrid(db, def.srid))) {
     throw new AppError('VALIDATION_FAILED', `SRID ${def.srid} is unknown`, { fieldErrors: [{ field: 'srid', message: 'is not in spatial_ref_sys' }] });
@@ -104,7 +115,9 @@ async function createCollection(db: Database, request: FeatureRequest): Promise<
     await db.transaction().execute(async (trx) => {
       if (!(await insertCollection(trx as Database, request.schema, def))) throw taken();
       await createCollectionTable(trx as Database, request.schema, def);
+      await catalogueChange?.announce(trx as Database);
     });
+    catalogueChange?.committed();
   } catch (error) {
     // 42P07: a table of that name (not a collection) is already in the schema; 23505: a concurrent create.
     if (isUniqueViolation(error) || (error as { code?: string }).code === '42P07') throw taken();

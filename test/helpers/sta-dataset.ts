@@ -28,6 +28,8 @@ export interface PublishOptions {
   slug?: string;
   /** Upstream mode: the SensorThings server the API is proxied to. */
   upstreamUrl?: string;
+  /** SLD styles added while the dataset is DRAFT (OWS draws its layers with them). */
+  styles?: Array<{ name: string; sldContent: string }>;
 }
 
 /**
@@ -48,6 +50,10 @@ export async function publishDataset(t: TestApp, options: PublishOptions = {}): 
   assert.equal(created.statusCode, 201, created.body);
   const datasetId: string = created.json().id;
   await waitForNoSaga(t, datasetId);
+  for (const style of options.styles ?? []) {
+    const added = await t.app.inject({ method: 'POST', url: `/v1/datasets/${datasetId}/styles`, headers: bearer(t.adminToken), payload: style });
+    assert.equal(added.statusCode, 201, added.body);
+  }
   const released = await t.app.inject({ method: 'POST', url: `/v1/datasets/${datasetId}/release`, headers: bearer(t.adminToken) });
   assert.equal(released.statusCode, 202, released.body);
   await waitForNoSaga(t, datasetId);

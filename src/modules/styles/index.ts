@@ -1,2 +1,3 @@
 /** The styles module's public face. */
 export { styleRoutes } from './styles.routes.js';
+export { stylesOfDataset } from './styles.repo.js';

@@ -35,3 +35,7 @@ export const updateStyleRow = (db: Database, id: string, values: { name: string;
   db.updateTable('dataset_styles').set({ name: values.name, sld_content: values.sldContent, modified_at: sql`now()` }).where('id', '=', id).execute();
 
 export const deleteStyleRow = (db: Database, id: string) => db.deleteFrom('dataset_styles').where('id', '=', id).execute();
+
+/** Every style of a dataset, name and SLD only: what the OWS server draws a published dataset's layers with. */
+export const stylesOfDataset = (db: Database, datasetId: string) =>
+  db.selectFrom('dataset_styles').select(['name', 'sld_content as sldContent']).where('dataset_id', '=', datasetId).orderBy('name').execute();

@@ -1,0 +1,236 @@
+import { AppError } from '../errors.js';
+import type { Database } from '../db/client.js';
+import { listCollections } from './collections.repo.js';
+import { MapDirectory } from './map-directory.js';
+import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, TEMPLATE_HEADER, withoutPlaceholder } from './mapfile.js';
+import { locateMapServer, MapServerBusyError, MapServerPool, MapServerTimeoutError } from './mapserver-pool.js';
+import type { CgiResponse } from './fastcgi.js';
+import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-styles.js';
+import { isForm, mapServerQuery, paramsOf, type OwsMessage } from './ows-request.js';
+import { libpqEnvironmentOf } from './libpq-environment.js';
+
+/** The part of a payload route the OWS server needs. */
+export interface OwsRoute {
+  datasetId: string;
+  slug: string;
+  /** The dataset's storage schema (its collections' tables). */
+  schema: string;
+  /** The route's public base: every URL MapServer advertises starts with it. */
+  publicBase: string;
+}
+
+export interface OwsRequest extends OwsMessage {
+  route: OwsRoute;
+}
+
+export interface OwsAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface OwsServerDeps {
+  db: Database;
+  postgis: boolean;
+  /** The PostgreSQL server MapServer reads the collections from (null: PGlite, no OWS). */
+  databaseUrl: string | null;
+  settings: { workers: number; mapDir: string | null; timeoutMs: number };
+  /** The dataset's SLD styles (supplied by the datasets module through runtime.ts). */
+  stylesOf(datasetId: string): Promise<StoredStyle[]>;
+}
+
+export interface OwsLog { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void }
+
+/**
+ * The OGC side of OWS named APIs (WFS, WMS): MapServer 8 as a FastCGI pool this process supervises,
+ * reading one generated mapfile per published OWS API. Maps are written when first requested and
+ * rewritten after any route or collection change (`invalidate`), so that every gateway process
+ * derives its own from the database; an unpublished API's map is removed (`routesChanged`).
+ */
+export class OwsServer {
+  private pool: MapServerPool | null = null;
+  private starting: Promise<MapServerPool> | null = null;
+  private started = false;
+  private reloading: Promise<unknown> = Promise.resolve();
+  private directory: MapDirectory | null = null;
+  private generation = 0;
+  private readonly maps = new Map<string, { generation: number; ready: Promise<PublishedMap> }>();
+  /** Why OGC requests cannot be served here (null: they can, once started). */
+  readonly unavailableReason: string | null;
+  private readonly binaries = locateMapServer();
+  private requestEnvironment: Record<string, string> = {};
+  private log: OwsLog = { info: () => {}, warn: () => {}, error: () => {} };
+
+  constructor(private readonly deps: OwsServerDeps) {
+    this.unavailableReason = !deps.postgis || !deps.databaseUrl
+      ? 'OWS named APIs need PostgreSQL with PostGIS: set DATABASE_URL to a PostgreSQL server with the postgis extension'
+      : !this.binaries
+        ? 'WFS and WMS need MapServer 8: install the Debian packages cgi-mapserver, mapserver-bin and spawn-fcgi (or set MAPSERV_PATH and SPAWN_FCGI_PATH)'
+        : null;
+  }
+
+  get available(): boolean {
+    return this.unavailableReason === null;
+  }
+
+  /**
+   * Readies the server for the data API (logs go to `log`). MapServer's pool itself starts with the
+   * first OGC request, so that a process serving no OWS API never runs it.
+   */
+  start(log: OwsLog): void {
+    this.log = log;
+    this.started = true;
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    const starting = this.starting;
+    this.starting = null;
+    this.pool = null;
+    const pool = await starting?.catch(() => null);
+    await pool?.stop();
+  }
+
+  private poolReady(): Promise<MapServerPool> {
+    this.starting ??= (async () => {
+      this.directory = await MapDirectory.open(this.deps.settings.mapDir);
+      this.requestEnvironment = { MAPSERVER_CONFIG_FILE: this.directory.configFile, ...libpqEnvironmentOf(this.deps.databaseUrl!) };
+      const pool = new MapServerPool({
+        size: this.deps.settings.workers,
+        runtimeDir: this.directory.root,
+        mapserv: this.binaries!.mapserv,
+        spawnFcgi: this.binaries!.spawnFcgi,
+        env: this.requestEnvironment,
+        requestTimeoutMs: this.deps.settings.timeoutMs,
+        maxQueue: 1000,
+        log: this.log,
+      });
+      await pool.start();
+      this.pool = pool;
+      return pool;
+    })();
+    // A failed start is tried again by the next request.
+    this.starting.catch(() => { this.starting = null; });
+    return this.starting;
+  }
+
+  /** MapServer's worker processes (for tests and health checks). */
+  workerPids(): number[] {
+    return this.pool?.pids() ?? [];
+  }
+
+  /** Something a map is made of changed (a collection, a route): every map is rewritten on its next request. */
+  invalidate(): void {
+    this.generation += 1;
+  }
+
+  /** The published routes after a route table reload: maps of routes that are gone are removed. */
+  routesChanged(live: OwsRoute[]): void {
+    this.invalidate();
+    const liveAliases = new Set(live.map(aliasOf));
+    for (const alias of this.directory?.registered() ?? []) {
+      if (liveAliases.has(alias)) continue;
+      this.maps.delete(alias);
+      void this.directory!.remove(alias).catch((error: Error) => this.log.warn({ err: { message: error.message }, alias }, 'ows: could not remove a map'));
+    }
+  }
+
+  async handle(request: OwsRequest): Promise<OwsAnswer> {
+    if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
+    if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
+    const pool = await this.poolReady();
+    const { alias, styles, empty } = await this.mapFor(request.route);
+    const query = mapServerQuery(paramsOf(request), alias, styles);
+    // A POSTed form is a GET in disguise; an XML body goes to MapServer as it came.
+    const xmlBody = request.method === 'POST' && !isForm(request.contentType) ? request.body ?? Buffer.alloc(0) : undefined;
+    const params: Record<string, string> = {
+      // libfcgi swaps a worker's environment for each request's parameters: libpq reads the database from these.
+      ...this.requestEnvironment,
+      REQUEST_METHOD: xmlBody ? 'POST' : 'GET',
+      QUERY_STRING: query,
+      CONTENT_LENGTH: String(xmlBody?.length ?? 0),
+      SCRIPT_NAME: new URL(request.route.publicBase).pathname,
+      SERVER_PROTOCOL: 'HTTP/1.1',
+      SERVER_NAME: new URL(request.route.publicBase).hostname,
+      SERVER_PORT: new URL(request.route.publicBase).port || '80',
+    };
+    if (xmlBody) params.CONTENT_TYPE = request.contentType || 'text/xml';
+    let response: CgiResponse;
+    try {
+      response = await pool.run(params, xmlBody);
+    } catch (error) {
+      if (error instanceof MapServerBusyError) throw new AppError('SERVICE_UNAVAILABLE', 'MapServer is busy; try again');
+      if (error instanceof MapServerTimeoutError) throw new AppError('UPSTREAM_TIMEOUT', `MapServer did not answer within ${this.deps.settings.timeoutMs} ms`);
+      this.log.warn({ err: { message: (error as Error).message } }, 'ows: MapServer failed on a request');
+      throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
+    }
+    if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
+    return this.answerOf(response, request.method === 'HEAD');
+  }
+
+  /** MapServer's answer as the client gets it: an exception report is a 400, storage failures are ours to hide. */
+  private answerOf(response: CgiResponse, headOnly: boolean): OwsAnswer {
+    const contentType = response.headers['content-type'] ?? 'application/octet-stream';
+    let status = response.status;
+    // MapServer's own HTML message page (no SERVICE to dispatch on) is an error too, though it says 200.
+    if (/text\/html/i.test(contentType) && response.body.subarray(0, 200).includes('MapServer Message') && status === 200) status = 400;
+    if (isXml(response) && isExceptionReport(response.body)) {
+      const text = response.body.toString('utf8');
+      // A layer that cannot reach its table is a server fault; its message may name the database.
+      if (/msPostGIS|database|connect/i.test(text)) {
+        if (process.env.OWS_DEBUG) console.error(text, response.stderr);
+        this.log.error({ mapserver: text.slice(0, 2000), stderr: response.stderr.slice(0, 2000) }, 'ows: MapServer could not read the storage');
+        throw new AppError('SERVICE_UNAVAILABLE', 'The map server could not read this dataset\'s storage; try again later');
+      }
+      if (status === 200) status = 400;
+    }
+    const headers: Record<string, string> = { 'content-type': contentType };
+    for (const name of ['content-disposition', 'cache-control']) if (response.headers[name]) headers[name] = response.headers[name]!;
+    return { status, headers, body: headOnly ? Buffer.alloc(0) : response.body };
+  }
+
+  /** New aliases reach MapServer with fresh workers; reloads run one after another, never two at once. */
+  private reloadWorkers(): Promise<void> {
+    const reload = this.reloading.then(() => this.pool?.reload());
+    this.reloading = reload.catch(() => undefined);
+    return reload;
+  }
+
+  /** The route's map, its mapfile written for the current generation. */
+  private mapFor(route: OwsRoute): Promise<PublishedMap> {
+    const alias = aliasOf(route);
+    const cached = this.maps.get(alias);
+    if (cached && cached.generation === this.generation) return cached.ready;
+    const ready = this.writeMap(route, alias);
+    this.maps.set(alias, { generation: this.generation, ready });
+    ready.catch(() => { if (this.maps.get(alias)?.ready === ready) this.maps.delete(alias); });
+    return ready;
+  }
+
+  private async writeMap(route: OwsRoute, alias: string): Promise<PublishedMap> {
+    const [collections, stored] = await Promise.all([listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId)]);
+    const styles = datasetStyles(stored);
+    const templates: Record<string, string> = { 'header.html': TEMPLATE_HEADER, 'footer.html': TEMPLATE_FOOTER };
+    for (const collection of collections) templates[`${collection.name}.html`] = renderLayerTemplate(collection);
+    const mapfile = renderMapfile({
+      alias, slug: route.slug, title: route.slug, publicBase: route.publicBase, schema: route.schema, collections,
+      stylesByLayer: styles.namesByLayer,
+      templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
+    });
+    if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
+    return { alias, styles, empty: collections.length === 0 };
+  }
+}
+
+/** A map as written: its alias, and the styles its layers are drawn with (they change only while a dataset is DRAFT). */
+interface PublishedMap { alias: string; styles: DatasetStyles; empty: boolean }
+
+/** A map's alias: unique per dataset and slug, and a plain word for the config file. */
+export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${route.datasetId.replaceAll('-', '')}_${route.slug.replaceAll('-', '_')}`;
+
+const isXml = (response: CgiResponse) => /xml/i.test(response.headers['content-type'] ?? '');
+
+function isExceptionReport(body: Buffer): boolean {
+  const head = body.subarray(0, 2048).toString('utf8');
+  return /<(?:[\w.-]+:)?(?:ServiceExceptionReport|ExceptionReport)[\s>]/.test(head);
+}
