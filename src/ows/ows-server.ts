@@ -119,6 +119,11 @@ export class OwsServer {
     return this.pool?.pids() ?? [];
   }
 
+  /** MapServer's config file (null until the first OGC request started the pool). */
+  configFile(): string | null {
+    return this.directory?.configFile ?? null;
+  }
+
   /** Something a map is made of changed (a collection, a route): every map is rewritten on its next request. */
   invalidate(): void {
     this.generation += 1;

@@ -1,0 +1,90 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { freePort } from '../faults/harness.js';
+import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+
+const run = promisify(execFile);
+type Json = Record<string, any>;
+
+const hasGdal = await run('ogrinfo', ['--version']).then(() => true, () => false);
+const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
+  : !hasGdal ? 'GDAL (gdal-bin) is not installed'
+    : !databaseKinds().includes('postgres') ? 'needs TEST_DATABASE_URL' : false;
+
+const FEATURES = 250;
+
+/** GDAL as a real WFS client: it follows the URLs the capabilities advertise, so the gateway listens where DATA_API_URL says. */
+describe('GDAL reads the WFS through the gateway (postgres, real MapServer)', { skip }, () => {
+  let t: TestApp;
+  let closed: PublishedDataset;
+  let open: PublishedDataset;
+  let dataApiUrl: string;
+  let workDir: string;
+  before(async () => {
+    const port = await freePort();
+    dataApiUrl = `http://127.0.0.1:${port}`;
+    t = await buildTestApp('postgres', { DATA_API_URL: dataApiUrl });
+    await (await t.dataApi()).listen({ host: '127.0.0.1', port });
+    workDir = await mkdtemp(path.join(tmpdir(), 'gdal-'));
+    closed = await publishDataset(t, { standard: 'OWS', slug: 'closed' });
+    open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true });
+    const features = Array.from({ length: FEATURES }, (_, i) => ({
+      type: 'Feature', geometry: { type: 'Point', coordinates: [8 + (i % 25) * 0.01, 50 + Math.floor(i / 25) * 0.01] }, properties: { label: `lamp ${i}`, watts: i },
+    }));
+    for (const dataset of [closed, open]) {
+      assert.equal((await dataset.request('POST', '/collections', { name: 'lamps', geometryType: 'Point', properties: { label: 'string', watts: 'integer' } })).statusCode, 201);
+      assert.equal((await dataset.request('POST', '/collections/lamps/items', { type: 'FeatureCollection', features })).statusCode, 201);
+    }
+  });
+  after(async () => {
+    await t?.close();
+    if (workDir) await rm(workDir, { recursive: true, force: true });
+  });
+
+  /** A GDAL command with the token as a bearer header (or none), never reading a local GDAL config. */
+  const gdal = (command: string, args: string[], token: string | null) => run(command, args, {
+    env: {
+      PATH: process.env.PATH, HOME: workDir, GDAL_HTTP_TIMEOUT: '30', CPL_DEBUG: 'OFF',
+      ...(token ? { GDAL_HTTP_HEADERS: `Authorization: Bearer ${token}` } : {}),
+    },
+    maxBuffer: 32 * 1024 * 1024,
+  });
+
+  const wfsSource = (dataset: PublishedDataset) => `WFS:${dataApiUrl}${dataset.base}?SERVICE=WFS&VERSION=2.0.0`;
+
+  test('ogrinfo with a bearer token lists the layer and counts every feature', async () => {
+    const { stdout } = await gdal('ogrinfo', ['-ro', '-so', '-al', wfsSource(closed)], t.adminToken);
+    assert.match(stdout, /Layer name: closed:lamps/);
+    assert.match(stdout, new RegExp(`Feature Count: ${FEATURES}\\b`));
+    assert.match(stdout, /label: String/);
+    assert.doesNotMatch(stdout, /postgres|5432/);
+  });
+
+  test('ogr2ogr copies every feature with its attributes, with a token and anonymously on open data', async () => {
+    for (const [dataset, token] of [[closed, t.adminToken], [open, null]] as const) {
+      const out = path.join(workDir, `${dataset.slug}.geojson`);
+      await gdal('ogr2ogr', ['-f', 'GeoJSON', out, wfsSource(dataset), `${dataset.slug}:lamps`], token);
+      const copied = JSON.parse(await readFile(out, 'utf8')) as Json;
+      assert.equal(copied.features.length, FEATURES, dataset.slug);
+      const labels = new Set(copied.features.map((feature: Json) => feature.properties.label));
+      assert.equal(labels.size, FEATURES);
+      const lamp7 = copied.features.find((feature: Json) => feature.properties.label === 'lamp 7');
+      assert.equal(lamp7.properties.watts, 7);
+      assert.deepEqual(lamp7.geometry.coordinates.map((c: number) => Math.round(c * 100) / 100), [8.07, 50]);
+    }
+  });
+
+  test('without a token GDAL cannot open the closed dataset', async () => {
+    await assert.rejects(gdal('ogrinfo', ['-ro', '-so', '-al', wfsSource(closed)], null), (error: Error & { stderr?: string }) => {
+      assert.match(String(error.stderr), /401|Unauthorized|HTTP error/i);
+      return true;
+    });
+  });
+});
