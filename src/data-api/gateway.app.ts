@@ -112,6 +112,7 @@ async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppCo
   if (!ctx.features.available) throw featureStoreUnavailable();
   if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
+  if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const answer = await ctx.ows.handle({
     route: owsRouteOf(ctx, route),
     method: request.method,

@@ -27,7 +27,7 @@ export interface MapfileInput {
 }
 
 /** The projections GetMap and GetFeature are offered in besides each layer's own. */
-export const OFFERED_SRS = ['EPSG:4326', 'EPSG:3857', 'EPSG:4258', 'EPSG:3035', 'EPSG:25832', 'EPSG:25833', 'EPSG:31467', 'EPSG:900913'];
+export const OFFERED_SRS = ['EPSG:4326', 'EPSG:3857', 'EPSG:4258', 'EPSG:3035', 'EPSG:25832', 'EPSG:25833', 'EPSG:31467'];
 
 const LAYER_TYPES: Record<GeometryType, string> = {
   Point: 'POINT', MultiPoint: 'POINT', LineString: 'LINE', MultiLineString: 'LINE', Polygon: 'POLYGON', MultiPolygon: 'POLYGON',

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { bearer, expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, waitForNoSaga, waitForRoute, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { eventually } from '../faults/harness.js';
+import { eventually, request, startDataApiBeside } from '../faults/harness.js';
 import { decodePng, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
 import { locateMapServer } from '../../src/ows/mapserver-pool.js';
 
@@ -83,6 +83,22 @@ describe('OWS authorization and faults (postgres, real MapServer)', { skip }, ()
     for (let i = 0; i < 10; i += 1) assert.equal((await ogc(closed, CAPABILITIES)).statusCode, 200);
     // Not a process per request: the same workers answered all ten.
     assert.equal(t.ctx.ows.workerPids().length, before.length);
+  });
+
+  test('a collection created through one gateway process shows in another process\'s WFS within a second', async () => {
+    const { server, url } = await startDataApiBeside(t);
+    try {
+      const capabilities = async () => (await request(`${url}${closed.base}?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetCapabilities`, { token: t.adminToken })).body as string;
+      assert.match(await capabilities(), /closed:trees/);
+      assert.doesNotMatch(await capabilities(), /closed:poles/);
+      const created = await closed.request('POST', '/collections', { name: 'poles', geometryType: 'Point', properties: {} });
+      assert.equal(created.statusCode, 201);
+      const started = Date.now();
+      await eventually('the other process to list the new collection', 3_000, async () => (/closed:poles/.test(await capabilities()) ? true : undefined));
+      assert.ok(Date.now() - started < 1_500, `took ${Date.now() - started} ms`);
+    } finally {
+      await server.kill('SIGTERM');
+    }
   });
 
   test('unreleasing removes the API\'s map from MapServer\'s config; releasing again brings it back', async () => {

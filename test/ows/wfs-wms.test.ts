@@ -185,7 +185,7 @@ describe('WFS and WMS through the gateway (postgres, real MapServer)', { skip },
     assert.ok(isRed(decodePng(modified).at(OAK.x, OAK.y)));
   });
 
-  test('an XML POST of GetFeature is served; a WFS-T Transaction is a write', async () => {
+  test('an XML POST of GetFeature is served as MapServer reads it', async () => {
     const getFeature = `<?xml version="1.0"?>
 <wfs:GetFeature service="WFS" version="2.0.0" outputFormat="application/json" xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:fes="http://www.opengis.net/fes/2.0">
   <wfs:Query typeNames="green-city:trees"><fes:Filter><fes:PropertyIsEqualTo><fes:ValueReference>name</fes:ValueReference><fes:Literal>lime</fes:Literal></fes:PropertyIsEqualTo></fes:Filter></wfs:Query>
@@ -220,7 +220,9 @@ describe('WFS and WMS through the gateway (postgres, real MapServer)', { skip },
     assert.doesNotMatch(wfs.body + wms.body, /__none/);
   });
 
-  test('paths below the base other than /collections are 404; the data API stays up', async () => {
+  test('paths below the base other than /collections are 404, methods other than GET and POST 405; MapServer keeps answering', async () => {
     expectProblem(await ows.request('GET', '/wfs?SERVICE=WFS'), 404, 'NOT_FOUND');
+    expectProblem(await ows.request('PUT', '?SERVICE=WFS&REQUEST=GetCapabilities', '<x/>', { 'content-type': 'text/xml' }), 405, 'MALFORMED_REQUEST');
+    assert.equal((await ogc(ows, { SERVICE: 'WMS', REQUEST: 'GetCapabilities' })).statusCode, 200);
   });
 });
