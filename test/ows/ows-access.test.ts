@@ -1,11 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { bearer, expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, waitForNoSaga, waitForRoute, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { eventually, request, startDataApiBeside } from '../faults/harness.js';
-import { decodePng, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
+import { decodePng, isGreen, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
 import { locateMapServer } from '../../src/ows/mapserver-pool.js';
 
 const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
@@ -101,22 +102,36 @@ describe('OWS authorization and faults (postgres, real MapServer)', { skip }, ()
     }
   });
 
-  test('unreleasing removes the API\'s map from MapServer\'s config; releasing again brings it back', async () => {
-    const dataset = await publishDataset(t, { standard: 'OWS', slug: 'fleeting' });
-    assert.equal((await ogc(dataset, CAPABILITIES)).statusCode, 200);
+  test('unreleasing removes the API\'s map from MapServer\'s config; a style changed while DRAFT draws after the next release', async () => {
+    const dataset = await publishDataset(t, { standard: 'OWS', slug: 'fleeting', styles: [{ name: 'look', sldContent: squareStyle('trees', '#ff0000') }] });
+    await plantTrees(dataset);
+    const map = { SERVICE: 'WMS', VERSION: '1.3.0', REQUEST: 'GetMap', LAYERS: 'trees', STYLES: '', CRS: 'EPSG:4326', BBOX: '50.0,8.55,50.25,8.75', WIDTH: '50', HEIGHT: '50', FORMAT: 'image/png' };
+    assert.ok(decodePng(await ogc(dataset, map)).count(isRed) > 0);
     const configFile = t.ctx.ows.configFile()!;
     const alias = `ds_${dataset.datasetId.replaceAll('-', '')}_fleeting`;
     assert.match(readFileSync(configFile, 'utf8'), new RegExp(alias));
+
     const unreleased = await t.app.inject({ method: 'POST', url: `/v1/datasets/${dataset.datasetId}/unrelease`, headers: bearer(t.adminToken) });
     assert.equal(unreleased.statusCode, 202, unreleased.body);
     await waitForNoSaga(t, dataset.datasetId);
     await waitForRoute(() => ogc(dataset, CAPABILITIES), (status) => status === 404);
     await eventually('the map to be unregistered', 3_000, () => (readFileSync(configFile, 'utf8').includes(alias) ? undefined : true));
-    assert.equal(existsSync(`${t.ctx.ows.configFile()!.replace(/mapserver\.conf$/, '')}${alias}`), false);
+    assert.equal(existsSync(path.join(path.dirname(configFile), alias)), false);
+
+    const styles = await t.app.inject({ method: 'GET', url: `/v1/datasets/${dataset.datasetId}/styles`, headers: bearer(t.adminToken) });
+    const styleId = styles.json().content[0].id;
+    const restyled = await t.app.inject({
+      method: 'PUT', url: `/v1/datasets/${dataset.datasetId}/styles/${styleId}`, headers: bearer(t.adminToken),
+      payload: { name: 'look', sldContent: squareStyle('trees', '#00ff00') },
+    });
+    assert.equal(restyled.statusCode, 200, restyled.body);
     const released = await t.app.inject({ method: 'POST', url: `/v1/datasets/${dataset.datasetId}/release`, headers: bearer(t.adminToken) });
     assert.equal(released.statusCode, 202, released.body);
     await waitForNoSaga(t, dataset.datasetId);
     await waitForRoute(() => ogc(dataset, CAPABILITIES), (status) => status === 200);
+    const redrawn = decodePng(await ogc(dataset, map));
+    assert.ok(redrawn.count(isGreen) > 0);
+    assert.equal(redrawn.count(isRed), 0);
   });
 });
 
