@@ -17,13 +17,13 @@ export class MapDirectory {
   /** Writes run one after the other: two maps registered at once must not interleave the config file. */
   private writing: Promise<unknown> = Promise.resolve();
 
-  private constructor(readonly root: string) {}
+  private constructor(readonly root: string, private readonly temporary: boolean) {}
 
   /** `dir` is created when missing; without one, a fresh folder under the system's temp dir. */
   static async open(dir: string | null): Promise<MapDirectory> {
     const root = dir ? path.resolve(dir) : await mkdtemp(path.join(tmpdir(), 'ows-maps-'));
     await mkdir(root, { recursive: true });
-    const directory = new MapDirectory(root);
+    const directory = new MapDirectory(root, !dir);
     await directory.writeConfig();
     return directory;
   }
@@ -63,6 +63,12 @@ export class MapDirectory {
     const turn = this.writing.then(work);
     this.writing = turn.catch(() => undefined);
     return turn;
+  }
+
+  /** Deletes a folder this process made for itself (OWS_MAP_DIR's is left: the operator chose it). */
+  async dispose(): Promise<void> {
+    await this.writing;
+    if (this.temporary) await rm(this.root, { recursive: true, force: true });
   }
 
   registered(): string[] {

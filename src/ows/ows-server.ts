@@ -89,6 +89,9 @@ export class OwsServer {
     this.pool = null;
     const pool = await starting?.catch(() => null);
     await pool?.stop();
+    await this.directory?.dispose();
+    this.directory = null;
+    this.maps.clear();
   }
 
   private poolReady(): Promise<MapServerPool> {
@@ -144,7 +147,7 @@ export class OwsServer {
     if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
     if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
     const pool = await this.poolReady();
-    const { alias, styles, empty } = await this.mapFor(request.route);
+    const { alias, styles, empty, server } = await this.mapFor(request.route);
     const query = mapServerQuery(paramsOf(request), alias, styles);
     // A POSTed form is a GET in disguise; an XML body goes to MapServer as it came.
     const xmlBody = request.method === 'POST' && !isForm(request.contentType) ? request.body ?? Buffer.alloc(0) : undefined;
@@ -154,10 +157,8 @@ export class OwsServer {
       REQUEST_METHOD: xmlBody ? 'POST' : 'GET',
       QUERY_STRING: query,
       CONTENT_LENGTH: String(xmlBody?.length ?? 0),
-      SCRIPT_NAME: new URL(request.route.publicBase).pathname,
       SERVER_PROTOCOL: 'HTTP/1.1',
-      SERVER_NAME: new URL(request.route.publicBase).hostname,
-      SERVER_PORT: new URL(request.route.publicBase).port || '80',
+      ...server,
     };
     if (xmlBody) params.CONTENT_TYPE = request.contentType || 'text/xml';
     let response: CgiResponse;
@@ -183,7 +184,6 @@ export class OwsServer {
       const text = response.body.toString('utf8');
       // A layer that cannot reach its table is a server fault; its message may name the database.
       if (/msPostGIS|database|connect/i.test(text)) {
-        if (process.env.OWS_DEBUG) console.error(text, response.stderr);
         this.log.error({ mapserver: text.slice(0, 2000), stderr: response.stderr.slice(0, 2000) }, 'ows: MapServer could not read the storage');
         throw new AppError('SERVICE_UNAVAILABLE', 'The map server could not read this dataset\'s storage; try again later');
       }
@@ -223,12 +223,14 @@ export class OwsServer {
       templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
     });
     if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
-    return { alias, styles, empty: collections.length === 0 };
+    const publicBase = new URL(route.publicBase);
+    const server = { SCRIPT_NAME: publicBase.pathname, SERVER_NAME: publicBase.hostname, SERVER_PORT: publicBase.port || (publicBase.protocol === 'https:' ? '443' : '80') };
+    return { alias, styles, empty: collections.length === 0, server };
   }
 }
 
 /** A map as written: its alias, and the styles its layers are drawn with (they change only while a dataset is DRAFT). */
-interface PublishedMap { alias: string; styles: DatasetStyles; empty: boolean }
+interface PublishedMap { alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string> }
 
 /** A map's alias: unique per dataset and slug, and a plain word for the config file. */
 export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${route.datasetId.replaceAll('-', '')}_${route.slug.replaceAll('-', '_')}`;
