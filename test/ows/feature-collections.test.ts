@@ -155,10 +155,6 @@ for (const kind of databaseKinds()) {
       expectHtml401(await open.request('DELETE', '/collections/stops', undefined, { authorization: null }));
     });
 
-    test('OGC requests on the base still answer 503 naming MapServer', async () => {
-      assert.match(expectProblem(await ows.request('GET', ''), 503, 'SERVICE_UNAVAILABLE').detail, /MapServer/);
-    });
-
     test('a 5,000-feature load is stored and readable', async () => {
       assert.equal((await create({ name: 'lamps', geometryType: 'Point', properties: { label: 'string', rank: 'integer' } })).statusCode, 201);
       const added = await ows.request('POST', '/collections/lamps/items', collectionOf(grid(5_000)));
