@@ -99,7 +99,7 @@ export function renderSummary(r: OwsReport): string {
   lines.push('');
   lines.push('| ratio of req/s | value | target ≥ 0.95 |');
   lines.push('|---|---:|---|');
-  for (const ratio of ratios(r)) lines.push(`| ${ratio.label} | ${f(ratio.value)} | ${Number.isNaN(ratio.value) ? '–' : met(ratio.value >= ratio.target)} |`);
+  for (const ratio of ratios(r)) lines.push(`| ${ratio.label} | ${f(ratio.value, 3)} | ${Number.isNaN(ratio.value) ? '–' : met(ratio.value >= ratio.target)} |`);
   return lines.join('\n') + '\n';
 }
 
