@@ -113,8 +113,11 @@ async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppCo
   if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
+  const clientGone = new AbortController();
+  reply.raw.once('close', () => { if (!reply.raw.writableFinished) clientGone.abort(); });
   const answer = await ctx.ows.handle({
     route: owsRouteOf(ctx, route),
+    signal: clientGone.signal,
     method: request.method,
     query: address.query,
     body: Buffer.isBuffer(request.body) ? request.body : undefined,

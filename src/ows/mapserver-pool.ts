@@ -127,14 +127,23 @@ export class MapServerPool {
   }
 
   /** timeoutMs overrides requestTimeoutMs for this request (e.g. a generous one for big GetMaps). */
-  run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs): Promise<CgiResponse> {
+  run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs, signal?: AbortSignal): Promise<CgiResponse> {
     if (this.stopping) return Promise.reject(new MapServerFailedError('MapServer pool is stopped'));
     return new Promise((resolve, reject) => {
       const job: Job = { params, body, timeoutMs, resolve, reject };
       const idle = this.workers.find((w) => w.ready && !w.job);
       if (idle) this.dispatch(idle, job);
       else if (this.queue.length >= this.o.maxQueue) reject(new MapServerBusyError('MapServer queue is full'));
-      else this.queue.push(job);
+      else {
+        this.queue.push(job);
+        // A request whose client has gone is not drawn: under load, the queue holds only wanted work.
+        signal?.addEventListener('abort', () => {
+          const at = this.queue.indexOf(job);
+          if (at < 0) return;
+          this.queue.splice(at, 1);
+          reject(new MapServerFailedError('The client went away before MapServer took the request'));
+        }, { once: true });
+      }
     });
   }
 

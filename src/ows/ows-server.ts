@@ -21,6 +21,8 @@ export interface OwsRoute {
 
 export interface OwsRequest extends OwsMessage {
   route: OwsRoute;
+  /** Aborted when the client goes away: a request still queued for MapServer is then dropped. */
+  signal?: AbortSignal;
 }
 
 export interface OwsAnswer {
@@ -163,10 +165,11 @@ export class OwsServer {
     if (xmlBody) params.CONTENT_TYPE = request.contentType || 'text/xml';
     let response: CgiResponse;
     try {
-      response = await pool.run(params, xmlBody);
+      response = await pool.run(params, xmlBody, undefined, request.signal);
     } catch (error) {
       if (error instanceof MapServerBusyError) throw new AppError('SERVICE_UNAVAILABLE', 'MapServer is busy; try again');
       if (error instanceof MapServerTimeoutError) throw new AppError('UPSTREAM_TIMEOUT', `MapServer did not answer within ${this.deps.settings.timeoutMs} ms`);
+      if (request.signal?.aborted) throw new AppError('UPSTREAM_UNAVAILABLE', 'The client went away before MapServer answered');
       this.log.warn({ err: { message: (error as Error).message } }, 'ows: MapServer failed on a request');
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }

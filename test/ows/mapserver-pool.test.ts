@@ -218,6 +218,17 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     assert.notEqual(pool.pids()[0], pid);
   });
 
+  test('a queued request whose client went away is dropped, never drawn; the one in progress finishes', async () => {
+    const pool = await startPool({ size: 1 });
+    const busy = pool.run(getMap(2048));
+    const gone = new AbortController();
+    const queued = pool.run(getMap(2048), undefined, undefined, gone.signal);
+    gone.abort();
+    await assert.rejects(queued, MapServerFailedError);
+    assert.equal((await busy).status, 200);
+    assert.equal((await pool.run(capabilities())).status, 200);
+  });
+
   test('stop() kills every worker, removes the sockets, and is safe to call twice', async () => {
     const pool = await startPool({ size: 3 });
     const pids = pool.pids();
