@@ -115,8 +115,9 @@ describe('OWS authorization and faults (postgres, real MapServer)', { skip }, ()
     assert.equal(unreleased.statusCode, 202, unreleased.body);
     await waitForNoSaga(t, dataset.datasetId);
     await waitForRoute(() => ogc(dataset, CAPABILITIES), (status) => status === 404);
-    await eventually('the map to be unregistered', 3_000, () => (readFileSync(configFile, 'utf8').includes(alias) ? undefined : true));
-    assert.equal(existsSync(path.join(path.dirname(configFile), alias)), false);
+    // Unregistered first, then its folder deleted.
+    await eventually('the map to be unregistered and deleted', 3_000, () =>
+      (readFileSync(configFile, 'utf8').includes(alias) || existsSync(path.join(path.dirname(configFile), alias)) ? undefined : true));
 
     const styles = await t.app.inject({ method: 'GET', url: `/v1/datasets/${dataset.datasetId}/styles`, headers: bearer(t.adminToken) });
     const styleId = styles.json().content[0].id;
