@@ -85,8 +85,9 @@ interface Pending {
 }
 
 /**
- * One FastCGI connection to a unix socket, reused across requests (FCGI_KEEP_CONN).
- * If the application closed it after a request anyway, the next request reconnects.
+ * One FastCGI connection to a unix socket. Kept (FCGI_KEEP_CONN) it is reused across requests, and
+ * if the application closed it after a request anyway, the next request reconnects; not kept, the
+ * application closes it after its one request.
  */
 export class FastCgiConnection {
   /** How many sockets were opened; lets tests prove the connection is kept. */
@@ -95,7 +96,7 @@ export class FastCgiConnection {
   private pending: Pending | null = null;
   private buffer: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly path: string) {}
+  constructor(private readonly path: string, private readonly keep = true) {}
 
   connect(): Promise<void> {
     if (this.socket) return Promise.resolve();
@@ -124,7 +125,7 @@ export class FastCgiConnection {
     const socket = this.socket!;
     const begin = Buffer.alloc(8);
     begin.writeUInt16BE(RESPONDER, 0);
-    begin.writeUInt8(KEEP_CONN, 2);
+    begin.writeUInt8(this.keep ? KEEP_CONN : 0, 2);
     return new Promise((resolve, reject) => {
       this.pending = { stdout: [], stderr: [], resolve, reject };
       socket.write(Buffer.concat([record(BEGIN_REQUEST, begin), ...stream(PARAMS, encodeParams(params)), ...stream(STDIN, body)]));

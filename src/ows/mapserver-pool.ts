@@ -53,9 +53,17 @@ export function locateMapServer(): { mapserv: string; spawnFcgi: string } | null
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5000;
 const STOP_GRACE_MS = 2000;
-// spawn-fcgi binds the socket a few ms after fork; until then connect fails with ENOENT/ECONNREFUSED.
-const CONNECT_ATTEMPTS = 50;
-const CONNECT_RETRY_MS = 20;
+// spawn-fcgi binds the socket a few ms after fork; a worker is ready once its socket file exists
+// (connections made before mapserv accepts wait in the socket's backlog).
+const READY_ATTEMPTS = 100;
+const READY_RETRY_MS = 10;
+/**
+ * Requests handed to one worker at once: the one it serves and the next, each on a connection of
+ * its own, the next waiting in the socket's backlog. mapserv takes it the moment it has answered
+ * (it serves connections one after another), so it never idles while Node hands over the next.
+ * Kept connections cannot do this: mapserv would serve the kept one until it closes.
+ */
+const DEPTH = 2;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -73,13 +81,21 @@ interface Job {
   reject(e: Error): void;
 }
 
+/** A request handed to a worker, on its own connection; its timer runs while the worker serves it. */
+interface InFlight {
+  job: Job;
+  conn: FastCgiConnection;
+  timer: NodeJS.Timeout | null;
+}
+
 interface Worker {
   index: number;
   socketPath: string;
   child: ChildProcess | null;
-  conn: FastCgiConnection | null;
   ready: boolean;
-  job: Job | null;
+  /** In the order mapserv takes them: the first is being served, the others wait in its backlog. */
+  jobs: InFlight[];
+  connects: number;
   backoffMs: number;
   respawnTimer: NodeJS.Timeout | null;
   exited: Promise<void>;
@@ -94,9 +110,9 @@ export class MapServerPool {
 
   constructor(private readonly o: MapServerPoolOptions) {}
 
-  /** Total FastCGI connects over all workers; with kept connections it stays at one per spawn. */
+  /** FastCGI connections opened over all workers: one per request. */
   get connects(): number {
-    return this.workers.reduce((n, w) => n + (w.conn?.connects ?? 0), 0);
+    return this.workers.reduce((n, w) => n + w.connects, 0);
   }
 
   async start(): Promise<void> {
@@ -106,9 +122,9 @@ export class MapServerPool {
         index: i,
         socketPath: path.join(this.o.runtimeDir, `mapserv-${i}.sock`),
         child: null,
-        conn: null,
         ready: false,
-        job: null,
+        jobs: [],
+        connects: 0,
         backoffMs: MIN_BACKOFF_MS,
         respawnTimer: null,
         exited: Promise.resolve(),
@@ -131,8 +147,8 @@ export class MapServerPool {
     if (this.stopping) return Promise.reject(new MapServerFailedError('MapServer pool is stopped'));
     return new Promise((resolve, reject) => {
       const job: Job = { params, body, timeoutMs, resolve, reject };
-      const idle = this.workers.find((w) => w.ready && !w.job);
-      if (idle) this.dispatch(idle, job);
+      const worker = this.workers.find((w) => w.ready && w.jobs.length === 0) ?? this.workers.find((w) => w.ready && w.jobs.length < DEPTH);
+      if (worker) this.dispatch(worker, job);
       else if (this.queue.length >= this.o.maxQueue) reject(new MapServerBusyError('MapServer queue is full'));
       else {
         this.queue.push(job);
@@ -157,7 +173,7 @@ export class MapServerPool {
     for (const w of this.workers) {
       if (this.stopping) return;
       w.ready = false; // takes no new work; queued requests go to the others
-      while (w.job) await sleep(5);
+      while (w.jobs.length > 0) await sleep(5);
       const child = w.child;
       if (!child || child.exitCode !== null) continue;
       w.replacing = true;
@@ -182,12 +198,12 @@ export class MapServerPool {
           child.kill('SIGTERM');
           // mapserv's SIGTERM handler only flags "exit after the current request" and is one-shot,
           // so an idle worker needs a second SIGTERM to actually die.
-          if (!w.job) setTimeout(() => child.kill('SIGTERM'), 50).unref();
+          if (w.jobs.length === 0) setTimeout(() => child.kill('SIGTERM'), 50).unref();
           const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
           await w.exited;
           clearTimeout(timer);
         }
-        w.conn?.destroy();
+        for (const flight of w.jobs.splice(0)) flight.conn.destroy();
         fs.rmSync(w.socketPath, { force: true });
       }),
     );
@@ -205,7 +221,6 @@ export class MapServerPool {
     w.child = child;
     liveChildren.add(child);
     w.ready = false;
-    w.conn = new FastCgiConnection(w.socketPath);
     w.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.onExit(w, child, code, signal);
@@ -222,18 +237,14 @@ export class MapServerPool {
     child.stderr?.on('data', (d: Buffer) => this.o.log.warn({ worker: w.index, pid: child.pid }, d.toString().trim()));
     this.o.log.info({ worker: w.index, pid: child.pid, socket: w.socketPath }, 'MapServer worker spawned');
 
-    for (let attempt = 0; attempt < CONNECT_ATTEMPTS; attempt++) {
+    for (let attempt = 0; attempt < READY_ATTEMPTS; attempt++) {
       if (w.child !== child || child.exitCode !== null || child.signalCode !== null) return false;
-      try {
-        await w.conn.connect();
+      if (fs.existsSync(w.socketPath)) {
         w.ready = true;
         this.pump();
         return true;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ECONNREFUSED') break;
-        await sleep(CONNECT_RETRY_MS);
       }
+      await sleep(READY_RETRY_MS);
     }
     this.o.log.error({ worker: w.index, pid: child.pid }, 'MapServer worker does not accept connections; killing it');
     child.kill('SIGKILL');
@@ -246,10 +257,7 @@ export class MapServerPool {
     if (w.child !== child) return;
     w.child = null;
     w.ready = false;
-    w.conn?.destroy();
-    const job = w.job;
-    w.job = null;
-    job?.reject(new MapServerFailedError(`MapServer worker exited (code ${code}, signal ${signal})`));
+    this.failServed(w, new MapServerFailedError(`MapServer worker exited (code ${code}, signal ${signal})`));
     const log = this.stopping || w.replacing ? this.o.log.info : this.o.log.warn;
     log.call(this.o.log, { worker: w.index, pid: child.pid, code, signal }, 'MapServer worker exited');
     if (this.stopping) return;
@@ -261,41 +269,75 @@ export class MapServerPool {
   }
 
   private pump(): void {
-    for (const w of this.workers) {
-      if (!this.queue.length) return;
-      if (w.ready && !w.job) this.dispatch(w, this.queue.shift()!);
+    for (let depth = 1; depth <= DEPTH; depth++) {
+      for (const w of this.workers) {
+        if (!this.queue.length) return;
+        if (w.ready && w.jobs.length < depth) this.dispatch(w, this.queue.shift()!);
+      }
     }
   }
 
   private dispatch(w: Worker, job: Job): void {
-    w.job = job;
-    const child = w.child!;
-    const timer = setTimeout(() => {
-      if (w.job !== job) return;
-      w.job = null;
-      w.ready = false;
-      job.reject(new MapServerTimeoutError(`MapServer did not answer within ${job.timeoutMs} ms`));
-      // A stuck MapServer must not hold a slot: kill it, the exit handler respawns it.
-      child.kill('SIGKILL');
-    }, job.timeoutMs);
-    w.conn!.request(job.params, job.body).then(
-      (res) => {
-        clearTimeout(timer);
-        if (w.job !== job) return;
-        w.job = null;
-        w.backoffMs = MIN_BACKOFF_MS;
-        job.resolve(res);
-        this.pump();
-      },
-      (err: Error) => {
-        clearTimeout(timer);
-        if (w.job !== job) return;
-        w.job = null;
-        w.ready = false;
-        job.reject(new MapServerFailedError(`MapServer request failed: ${err.message}`));
-        // The connection is unusable; a fresh process is the simplest known-good state.
-        child.kill('SIGKILL');
-      },
+    const flight: InFlight = { job, conn: new FastCgiConnection(w.socketPath, false), timer: null };
+    w.jobs.push(flight);
+    w.connects++;
+    if (w.jobs.length === 1) this.startTimer(w, flight);
+    flight.conn.request(job.params, job.body).then(
+      (res) => this.settle(w, flight, res),
+      (err: Error) => this.settle(w, flight, err),
     );
+  }
+
+  /** The time a request may take runs from when its worker takes it, not while it waits behind another. */
+  private startTimer(w: Worker, flight: InFlight): void {
+    const child = w.child;
+    flight.timer = setTimeout(() => {
+      if (w.jobs[0] !== flight) return;
+      w.ready = false;
+      this.failServed(w, new MapServerTimeoutError(`MapServer did not answer within ${flight.job.timeoutMs} ms`));
+      // A stuck MapServer must not hold a slot: kill it, the exit handler respawns it.
+      child?.kill('SIGKILL');
+    }, flight.job.timeoutMs);
+  }
+
+  private settle(w: Worker, flight: InFlight, outcome: CgiResponse | Error): void {
+    const at = w.jobs.indexOf(flight);
+    if (at < 0) return; // already failed with its worker
+    if (outcome instanceof Error) {
+      // A broken exchange (the worker died, or spoke nonsense) leaves it in an unknown state:
+      // a fresh process is the known-good one.
+      w.ready = false;
+      this.failServed(w, new MapServerFailedError(`MapServer request failed: ${outcome.message}`));
+      w.child?.kill('SIGKILL');
+      return;
+    }
+    w.jobs.splice(at, 1);
+    if (flight.timer) clearTimeout(flight.timer);
+    flight.conn.destroy();
+    w.backoffMs = MIN_BACKOFF_MS;
+    flight.job.resolve(outcome);
+    const next = w.jobs[0];
+    if (next && !next.timer) this.startTimer(w, next);
+    this.pump();
+  }
+
+  /**
+   * The worker failed (exited, stuck): the request it was serving fails with `error`; those still in
+   * its backlog were never read, so they go back to the front of the queue for the other workers.
+   */
+  private failServed(w: Worker, error: Error): void {
+    const [served, ...waiting] = w.jobs.splice(0);
+    for (const flight of [served, ...waiting]) {
+      if (!flight) continue;
+      if (flight.timer) clearTimeout(flight.timer);
+      flight.conn.destroy();
+    }
+    served?.job.reject(error);
+    if (this.stopping) {
+      for (const flight of waiting) flight.job.reject(new MapServerFailedError('MapServer pool is stopping'));
+      return;
+    }
+    this.queue.unshift(...waiting.map((flight) => flight.job));
+    this.pump();
   }
 }
