@@ -206,6 +206,20 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     assert.notDeepEqual(pool.pids(), [pid]);
   });
 
+  test('when a worker dies, the request waiting in its backlog was never read: another worker answers it', async () => {
+    const pool = await startPool({ size: 2 });
+    const [first] = pool.pids();
+    const served = pool.run(getMap(4096)); // the first worker
+    const other = pool.run(getMap(1024)); // the second
+    const waiting = pool.run(capabilities()); // the first worker's backlog
+    process.kill(first!, 'SIGKILL');
+    await assert.rejects(served, MapServerFailedError);
+    const answer = await waiting;
+    assert.equal(answer.status, 200);
+    assert.match(answer.body.toString(), /<Name>pts<\/Name>/);
+    assert.equal((await other).status, 200);
+  });
+
   test('a request over the timeout rejects with MapServerTimeoutError, its worker is replaced', async () => {
     const pool = await startPool({ size: 1, requestTimeoutMs: 1 });
     const [pid] = pool.pids();
