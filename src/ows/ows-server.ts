@@ -148,7 +148,10 @@ export class OwsServer {
   async handle(request: OwsRequest): Promise<OwsAnswer> {
     if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
     if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
-    const pool = await this.poolReady();
+    const pool = await this.poolReady().catch((error: Error) => {
+      this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
+      throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
+    });
     const { alias, styles, empty, server } = await this.mapFor(request.route);
     const query = mapServerQuery(paramsOf(request), alias, styles);
     // A POSTed form is a GET in disguise; an XML body goes to MapServer as it came.
