@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from './settings.js';
 import { createDatabase, seed, withClient, SEED } from './database.js';
 import { rssMiB, startServer, type ServerProcess, type StartOptions } from './server-process.js';
 import { runLoad, type LoadResult } from './load.js';
@@ -20,16 +20,10 @@ import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/runtime.js';
 import { buildApp } from '../src/app.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const env = process.env;
-const SERVER_URL = env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DURATION = Number(env['BENCH_DURATION'] ?? 10);
-const CONNECTIONS = Number(env['BENCH_CONNECTIONS'] ?? 10);
-const SINGLE_SECONDS = Number(env['BENCH_SINGLE_DURATION'] ?? 5);
-const LOG_LEVEL = env['BENCH_LOG_LEVEL'] ?? 'info';
+const root = REPO_ROOT;
+const SINGLE_SECONDS = Number(process.env['BENCH_SINGLE_DURATION'] ?? 5);
+const LOG_LEVEL = benchLogLevel('info');
 const PORTS = { api: 18080, data: 18081, idp: 18090 };
-const ADMIN_EMAIL = 'admin@example.com';
-const CLIENT_ID = 'api-access';
 const SQL_RUNS = 15;
 const SETTLE_MS = 2000;
 
@@ -139,7 +133,7 @@ async function main() {
   const loadBefore = loadavg()[0]!;
   say(`work directory ${workDir}; server log ${logFile}`);
 
-  const starts = env['BENCH_SKIP_EMBEDDED'] ? [] : await measureEmbeddedStarts();
+  const starts = process.env['BENCH_SKIP_EMBEDDED'] ? [] : await measureEmbeddedStarts();
 
   const database = await createDatabase(SERVER_URL, 'bench');
   say(`database ${database.name}`);

@@ -11,7 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
@@ -19,21 +20,15 @@ import { startNginxBaseline, type NginxBaseline } from './nginx.js';
 import { NGINX_KEPT, NGINX_PER_REQUEST, renderRun, renderSummary, type OwsLoad, type OwsReport } from './report.js';
 import { EXTENT, featureCount, loadFeatures, releasedOwsDataset, treeBatch, type OwsDataset } from './setup.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const env = process.env;
-const SERVER_URL = env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DURATION = Number(env['BENCH_DURATION'] ?? 10);
-const CONNECTIONS = Number(env['BENCH_CONNECTIONS'] ?? 10);
-const WARMUP = Number(env['BENCH_WARMUP'] ?? 3);
-const LOG_LEVEL = env['BENCH_LOG_LEVEL'] ?? 'warn';
+const root = REPO_ROOT;
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
+const LOG_LEVEL = benchLogLevel('warn');
 const OWS_WORKERS = 2;
-const NGINX_WORKERS = env['BENCH_NGINX_WORKERS'] ?? '1';
+const NGINX_WORKERS = process.env['BENCH_NGINX_WORKERS'] ?? '1';
 const PER_REQUEST = 10_000;
 const REQUESTS = 10;
 // Ports of their own, so that this benchmark, `npm run bench` and `npm run bench:sta` never collide.
 const PORTS = { api: 18280, data: 18281, idp: 18290 };
-const ADMIN_EMAIL = 'admin@example.com';
-const CLIENT_ID = 'api-access';
 const API = `http://127.0.0.1:${PORTS.api}`;
 const DATA_API = `http://127.0.0.1:${PORTS.data}`;
 const IDP = `http://127.0.0.1:${PORTS.idp}`;
@@ -233,12 +228,11 @@ async function main() {
   const configFile = join(MAP_DIR, 'mapserver.conf');
   const conf = readFileSync(configFile, 'utf8');
   for (const dataset of [closed, open]) if (!conf.includes(dataset.alias)) throw new Error(`${configFile} does not name ${dataset.alias}`);
-  const dbUrl = new URL(database.url);
   const nginxConfigs: string[] = [];
   for (const [through, keepConn] of [[NGINX_KEPT, true], [NGINX_PER_REQUEST, false]] as const) {
     baseline = await startNginxBaseline({
       dir: NGINX_DIR, workers: OWS_WORKERS, mapserv: '/usr/bin/mapserv', spawnFcgi: '/usr/bin/spawn-fcgi', nginx: '/usr/sbin/nginx', nginxWorkers: NGINX_WORKERS, keepConn,
-      env: { PGHOST: dbUrl.hostname, PGPORT: dbUrl.port || '5432', PGDATABASE: dbUrl.pathname.slice(1), PGUSER: decodeURIComponent(dbUrl.username), MAPSERVER_CONFIG_FILE: configFile },
+      env: { ...libpqEnvironmentOf(database.url), MAPSERVER_CONFIG_FILE: configFile },
       maps: { closed: closed.alias, open: open.alias },
     });
     say(`${through} on ${baseline.url} (pid ${baseline.nginxPid}), MapServer workers ${baseline.workerPids.join(', ')}`);
@@ -284,5 +278,5 @@ try {
   process.exitCode = 1;
 } finally {
   await cleanUp();
-  if (process.exitCode !== 1 && !env['BENCH_KEEP']) rmSync(WORK_DIR, { recursive: true, force: true });
+  if (process.exitCode !== 1 && !process.env['BENCH_KEEP']) rmSync(WORK_DIR, { recursive: true, force: true });
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { median } from '../load.js';
+import { aliasOf } from '../../src/ows/ows-server.js';
 
 /**
  * The data of the OWS benchmark, made through the APIs as a data steward makes it: a dataset with
@@ -12,7 +13,7 @@ export interface OwsDataset {
   slug: string;
   /** `{DATA_API_URL}/v1/datasets/{id}/{slug}`: the OGC endpoint and the collections' root. */
   base: string;
-  /** The map alias the service registers in `mapserver.conf` (`aliasOf` of src/ows/ows-server.ts). */
+  /** The map alias the service registers in `mapserver.conf`. */
   alias: string;
   openDataAccess: boolean;
 }
@@ -53,7 +54,7 @@ export async function releasedOwsDataset(api: string, dataApi: string, token: st
     return response.status === 200;
   });
   await call('POST', `${base}/collections`, token, { name: 'trees', geometryType: 'Point', properties: { name: 'string', height: 'number' } }, [201]);
-  return { id, slug: opts.slug, base, alias: `ds_${id.replaceAll('-', '')}_${opts.slug.replaceAll('-', '_')}`, openDataAccess: opts.openDataAccess };
+  return { id, slug: opts.slug, base, alias: aliasOf({ datasetId: id, slug: opts.slug }), openDataAccess: opts.openDataAccess };
 }
 
 /** Where the trees stand: a grid of 400 × 250 points over central Frankfurt (lon 8.60–8.80, lat 50.05–50.15). */

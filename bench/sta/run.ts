@@ -8,7 +8,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { captureQueries, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
@@ -21,13 +21,9 @@ import { httpLoad, loopLoad, sqlLoad, type Run } from './load.js';
 import { countObservations, openForAnonymousReads, releasedStaDataset, seedSta, type StaDataset } from './setup.js';
 import { renderResults, renderSummary, type ReadResult, type StaReport, type WriteResult } from './report.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const env = process.env;
-const SERVER_URL = env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DURATION = Number(env['BENCH_DURATION'] ?? 10);
-const CONNECTIONS = Number(env['BENCH_CONNECTIONS'] ?? 10);
-const OBSERVATIONS = Number(env['BENCH_STA_OBSERVATIONS'] ?? 1_000_000);
-const LOG_LEVEL = env['BENCH_LOG_LEVEL'] ?? 'info';
+const root = REPO_ROOT;
+const OBSERVATIONS = Number(process.env['BENCH_STA_OBSERVATIONS'] ?? 1_000_000);
+const LOG_LEVEL = benchLogLevel('info');
 const WARMUP = 2;
 const SQL_RUNS = 15;
 const DATASTREAMS = 100;
@@ -35,8 +31,6 @@ const PER_OTHER_DATASTREAM = 100;
 const BULK = { requests: 100, perRequest: 1_000 };
 // Ports of their own, so that this scenario and `npm run bench` never collide.
 const PORTS = { api: 18180, data: 18181, idp: 18190 };
-const ADMIN_EMAIL = 'admin@example.com';
-const CLIENT_ID = 'api-access';
 
 const API = `http://127.0.0.1:${PORTS.api}`;
 const DATA_API = `http://127.0.0.1:${PORTS.data}`;

@@ -1,0 +1,10 @@
+import { fileURLToPath } from 'node:url';
+
+/** What every benchmark reads from the environment, and the development identity it logs in as. */
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const SERVER_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const DURATION = Number(process.env['BENCH_DURATION'] ?? 10);
+export const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 10);
+export const benchLogLevel = (fallback: string) => process.env['BENCH_LOG_LEVEL'] ?? fallback;
+export const ADMIN_EMAIL = 'admin@example.com';
+export const CLIENT_ID = 'api-access';
