@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from './settings.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from './settings.js';
 import { createDatabase, seed, withClient, SEED } from './database.js';
 import { rssMiB, startServer, type ServerProcess, type StartOptions } from './server-process.js';
 import { runLoad, type LoadResult } from './load.js';
@@ -80,14 +80,7 @@ async function stopServer(server: ServerProcess) {
   if (code !== 0) throw new Error(`server did not stop cleanly (exit ${code}); see ${logFile}`);
 }
 
-async function tokenOf(email: string): Promise<string> {
-  const response = await fetch(`${ISSUER}/protocol/openid-connect/token`, {
-    method: 'POST',
-    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: email, password: 'dev' }),
-  });
-  if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
+const tokenOf = (email: string) => devToken(ISSUER, email);
 
 /** The statements each scenario runs, captured from an in-process application on the same database. */
 async function sqlAlone(databaseUrl: string, scenarios: Array<{ path: string; token: string }>) {

@@ -8,3 +8,13 @@ export const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 10);
 export const benchLogLevel = (fallback: string) => process.env['BENCH_LOG_LEVEL'] ?? fallback;
 export const ADMIN_EMAIL = 'admin@example.com';
 export const CLIENT_ID = 'api-access';
+
+/** A token of the development identity provider at `issuer` (password `dev`, as every development user has). */
+export async function devToken(issuer: string, email: string): Promise<string> {
+  const response = await fetch(`${issuer}/protocol/openid-connect/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: email, password: 'dev' }),
+  });
+  if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}

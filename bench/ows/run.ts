@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
@@ -71,14 +71,7 @@ function checkServer(after: string) {
   }
 }
 
-async function tokenOf(email: string): Promise<string> {
-  const response = await fetch(`${ISSUER}/protocol/openid-connect/token`, {
-    method: 'POST',
-    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: email, password: 'dev' }),
-  });
-  if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
+const tokenOf = (email: string) => devToken(ISSUER, email);
 
 // WMS 1.3.0 with EPSG:4326 takes the box as lat/lon. The whole grid with a small margin, and the
 // box of the loads: the middle sixteenth of the grid (a quarter of each side), 6,250 points.

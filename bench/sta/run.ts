@@ -8,7 +8,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { captureQueries, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
@@ -65,14 +65,7 @@ function checkServer(after: string) {
   }
 }
 
-async function tokenOf(email: string): Promise<string> {
-  const response = await fetch(`${ISSUER}/protocol/openid-connect/token`, {
-    method: 'POST',
-    body: new URLSearchParams({ grant_type: 'password', client_id: CLIENT_ID, username: email, password: 'dev' }),
-  });
-  if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
+const tokenOf = (email: string) => devToken(ISSUER, email);
 
 /** STA query strings keep `$`, `(`, `;` and `,` as clients send them; spaces are encoded. */
 const q = (text: string) => text.replaceAll(' ', '%20');
