@@ -41,6 +41,23 @@ const EnvSchema = Type.Object({
   OWS_WORKERS: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
   OWS_MAP_DIR: Type.Optional(Type.String({ minLength: 1 })),
   OWS_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
+  // Limits of the data API (the contract's "Limits of the data API"): a request beyond one answers 400.
+  DATA_API_JSON_MAX_DEPTH: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
+  STA_EXPRESSION_MAX_BYTES: Type.Integer({ default: 8192, minimum: 64, maximum: 1_048_576 }),
+  STA_EXPRESSION_MAX_DEPTH: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
+  STA_EXPAND_MAX_DEPTH: Type.Integer({ default: 8, minimum: 1, maximum: 64 }),
+  STA_EXPAND_MAX_BYTES: Type.Integer({ default: 8192, minimum: 64, maximum: 1_048_576 }),
+  STA_BATCH_MAX_REQUESTS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
+  // Fair map work: MapServer requests running per caller, how long one may wait, the largest image side.
+  OWS_MAX_PER_CALLER: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
+  OWS_QUEUE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  OWS_MAX_IMAGE_SIZE: Type.Integer({ default: 4096, minimum: 64, maximum: 16_384 }),
+  // The MQTT broker: packet sizes before and after CONNACK, the CONNECT deadline, connection caps.
+  MQTT_MAX_CONNECT_BYTES: Type.Integer({ default: 65_536, minimum: 1024, maximum: 16_777_216 }),
+  MQTT_MAX_PACKET_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 268_435_455 }),
+  MQTT_CONNECT_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  MQTT_MAX_CONNECTIONS: Type.Integer({ default: 10_000, minimum: 1, maximum: 1_000_000 }),
+  MQTT_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' },
@@ -52,9 +69,14 @@ export interface Config {
   production: boolean;
   host: string;
   api: { port: number; baseUrl: string };
-  dataApi: { port: number; baseUrl: string; corsOrigins: string[] };
-  /** The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays). */
-  mqtt: { port: number | null };
+  /** `limits`: what one payload request may hold (JSON nesting, OData expressions, `$expand`, `$batch`). */
+  dataApi: { port: number; baseUrl: string; corsOrigins: string[]; limits: DataApiLimits };
+  /**
+   * The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays), and its
+   * limits: packet bytes before CONNACK (`maxConnectBytes`) and after, the CONNECT deadline, and the
+   * connections it accepts in all and per client address.
+   */
+  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
   /**
    * `upstreamUrl`: the SensorThings service every STA named API without its own upstream proxies to
    * (null: our own server). `upstreamOrigins`: the origins a named API's `upstreamUrl` may name
@@ -62,14 +84,32 @@ export interface Config {
    */
   staUpstream: { url: string | null; origins: string[]; timeoutMs: number };
   idp: { enabled: boolean; port: number; url: string; password: string; tokenTtlSeconds: number };
-  /** MapServer's FastCGI workers per data-API process, its mapfile folder (null: a fresh temp folder), its request timeout. */
-  ows: { workers: number; mapDir: string | null; timeoutMs: number };
+  /**
+   * MapServer's FastCGI workers per data-API process, its mapfile folder (null: a fresh temp folder), its
+   * request timeout; fair map work: requests running per caller, how long one may queue, the largest
+   * WIDTH or HEIGHT.
+   */
+  ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
   oidc: { issuer: string; clientId: string; clientIds: string[] };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
   logLevel: string;
+}
+
+/** The contract's "Limits of the data API" for payload requests; each is a setting. */
+export interface DataApiLimits {
+  /** JSON bodies nest at most this many levels (DATA_API_JSON_MAX_DEPTH). */
+  jsonMaxDepth: number;
+  /** A `$filter`, `$orderby` or `$select` value: bytes and nesting levels. */
+  expressionMaxBytes: number;
+  expressionMaxDepth: number;
+  /** `$expand`: nesting levels and bytes. */
+  expandMaxDepth: number;
+  expandMaxBytes: number;
+  /** Requests in one `$batch`. */
+  batchMaxRequests: number;
 }
 
 export class ConfigError extends Error {}
@@ -121,8 +161,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: dataPort,
       baseUrl: withoutTrailingSlash(e.DATA_API_URL ?? `http://localhost:${dataPort}`),
       corsOrigins: listOf(e.CORS_ORIGINS),
+      limits: {
+        jsonMaxDepth: e.DATA_API_JSON_MAX_DEPTH,
+        expressionMaxBytes: e.STA_EXPRESSION_MAX_BYTES,
+        expressionMaxDepth: e.STA_EXPRESSION_MAX_DEPTH,
+        expandMaxDepth: e.STA_EXPAND_MAX_DEPTH,
+        expandMaxBytes: e.STA_EXPAND_MAX_BYTES,
+        batchMaxRequests: e.STA_BATCH_MAX_REQUESTS,
+      },
     },
-    mqtt: { port: mqttPort },
+    mqtt: {
+      port: mqttPort,
+      maxConnectBytes: e.MQTT_MAX_CONNECT_BYTES,
+      maxPacketBytes: e.MQTT_MAX_PACKET_BYTES,
+      connectTimeoutMs: e.MQTT_CONNECT_TIMEOUT_MS,
+      maxConnections: e.MQTT_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: e.MQTT_MAX_CONNECTIONS_PER_ADDRESS,
+    },
     staUpstream: {
       url: e.STA_UPSTREAM_URL ? withoutTrailingSlash(e.STA_UPSTREAM_URL) : null,
       origins: [...new Set([...listOf(e.STA_UPSTREAM_ORIGINS).map(originOf), ...(e.STA_UPSTREAM_URL ? [originOf(e.STA_UPSTREAM_URL)] : [])])],
@@ -135,7 +190,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: e.DEV_IDP_PASSWORD,
       tokenTtlSeconds: e.DEV_IDP_TTL,
     },
-    ows: { workers: e.OWS_WORKERS, mapDir: e.OWS_MAP_DIR ?? null, timeoutMs: e.OWS_TIMEOUT_MS },
+    ows: {
+      workers: e.OWS_WORKERS, mapDir: e.OWS_MAP_DIR ?? null, timeoutMs: e.OWS_TIMEOUT_MS,
+      maxPerCaller: e.OWS_MAX_PER_CALLER, queueTimeoutMs: e.OWS_QUEUE_TIMEOUT_MS, maxImageSize: e.OWS_MAX_IMAGE_SIZE,
+    },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
