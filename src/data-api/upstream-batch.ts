@@ -61,11 +61,13 @@ export function planUpstreamBatch(body: unknown, publicBase: string, rights: Rig
 
 /** Why the gateway answers this request itself (403 or 424), or undefined when it may go upstream. */
 function refusalOf(entry: BatchEntry, rights: Rights, failed: ReadonlySet<string>) {
-  const blocker = [...entry.dependsOn, ...(entry.urlReference !== undefined ? [entry.urlReference] : []), ...referencesIn(entry.body)]
-    .find((name) => failed.has(name));
+  // In our server's order: dependencies and the url's reference, then the right, then the body's references.
+  const blocker = [...entry.dependsOn, ...(entry.urlReference !== undefined ? [entry.urlReference] : [])].find((name) => failed.has(name));
   if (blocker !== undefined) return failedDependency(`Request ${entry.id} depends on ${blocker}, which failed`);
   const right = entry.method === 'GET' ? 'read' : 'write';
   if (!rights[right]) return accessDenied(right === 'read' ? 'DATASET_PAYLOAD_READ' : 'DATASET_PAYLOAD_WRITE');
+  const referenced = entry.method === 'GET' || entry.method === 'DELETE' ? undefined : referencesIn(entry.body).find((name) => failed.has(name));
+  if (referenced !== undefined) return failedDependency(`$${referenced} refers to request ${referenced}, which failed`);
   return undefined;
 }
 

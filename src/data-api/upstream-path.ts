@@ -11,8 +11,8 @@ import type { DataApiLimits } from '../config.js';
 /**
  * The decoded segments of a path below the API's base, `.` and `..` resolved (`%2e`, any case,
  * counts as a dot). Refused (400 naming `field`): a `..` above the base, a segment holding an
- * encoded slash, a backslash or a control character, and a segment beginning or ending with `..`
- * (`..;` is `..` to Tomcat).
+ * encoded slash, a backslash or a control character, a segment beginning or ending with `..`
+ * (`..;` is `..` to Tomcat), and one still holding an encoded dot, slash or backslash once decoded.
  */
 export function normalisedSegments(rawPath: string, field: string): string[] {
   const segments: string[] = [];
@@ -26,6 +26,8 @@ export function normalisedSegments(rawPath: string, field: string): string[] {
     }
     if (/[/\\]/.test(segment)) throw validationFailed(field, 'a path segment may not hold a slash or backslash, encoded or not');
     if (segment.startsWith('..') || segment.endsWith('..')) throw validationFailed(field, 'a path segment may not begin or end with ..');
+    // Encoded twice (`%252e%252e`): a server behind the upstream that decodes once more would see `..`.
+    if (/%(2e|2f|5c)/i.test(segment)) throw validationFailed(field, 'a path segment may not hold an encoded dot, slash or backslash after decoding');
     // eslint-disable-next-line no-control-regex
     if (/[\u0000-\u001f\u007f]/.test(segment)) throw validationFailed(field, 'a path segment may not hold control characters');
     segments.push(segment);
