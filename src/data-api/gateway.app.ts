@@ -169,7 +169,7 @@ function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, a
  * while an upstream serves it as a batch of reads.
  */
 const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) =>
-  route?.standard === 'STA' && address !== null && (address.rest === '/$batch' || isBatchPath(address.rawPath));
+  route?.standard === 'STA' && address !== null && isBatchPath(address.rawPath);
 
 async function forwardToSta(request: FastifyRequest, reply: FastifyReply, sta: StaServer, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
   const answer = await sta.handle({
