@@ -14,6 +14,7 @@ import type { PayloadRoute } from './route-table.js';
 import type { StaServer } from '../sta/types.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
+import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
 import { owsOperationOf } from '../ows/index.js';
@@ -94,11 +95,13 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
       throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
   }
   // Allowed implies a route and an address.
-  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!);
+  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!, decision.rights);
   const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
   if (upstreamUrl) {
     const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route!);
-    return forwardToUpstream(request, reply, { upstreamUrl, publicBase, rawRest: address!.rawRest, timeoutMs: ctx.config.staUpstream.timeoutMs });
+    return forwardToUpstream(request, reply, {
+      upstreamUrl, publicBase, address: address!, rights: decision.rights, limits: ctx.config.dataApi.limits, timeoutMs: ctx.config.staUpstream.timeoutMs,
+    });
   }
   return forwardToSta(request, reply, ctx.sta, ctx.config.dataApi.baseUrl, route!, address!, decision.rights);
 }
@@ -108,9 +111,9 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
  * to MapServer. Without PostGIS neither can work, without MapServer only the collections can; the
  * 503 says what is missing.
  */
-async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress) {
+async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
   if (!ctx.features.available) throw featureStoreUnavailable();
-  if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address);
+  if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const clientGone = new AbortController();
@@ -132,8 +135,11 @@ const owsRouteOf = (ctx: AppContext, route: PayloadRoute) => ({
   datasetId: route.datasetId, slug: route.slug, schema: route.storageSchema, publicBase: publicBaseOf(ctx.config.dataApi.baseUrl, route),
 });
 
-async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyReply, features: FeatureStore, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress) {
+async function forwardToFeatureStore(
+  request: FastifyRequest, reply: FastifyReply, features: FeatureStore, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean },
+) {
   const answer = await features.handle({
+    callerMayRead: rights.read,
     method: request.method as 'GET',
     path: address.rest,
     query: address.query,
@@ -157,7 +163,13 @@ function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, a
   return isBatch(route, address) ? 'read-or-write' : 'write';
 }
 
-const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) => route?.standard === 'STA' && address?.rest === '/$batch';
+/**
+ * A `$batch` carries requests authorized one by one. Decided on the normalised path, any case, so
+ * that no spelling of it (`/Things/%2e%2e/$batch`, `/$BATCH`) is authorized as a single write
+ * while an upstream serves it as a batch of reads.
+ */
+const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) =>
+  route?.standard === 'STA' && address !== null && isBatchPath(address.rawPath);
 
 async function forwardToSta(request: FastifyRequest, reply: FastifyReply, sta: StaServer, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
   const answer = await sta.handle({

@@ -11,8 +11,13 @@ export interface PayloadAddress {
   slug: string;
   /** Below the base, percent-decoded, without a `/v1.1` alias: `''`, `/Things(1)`, `/$batch`. */
   rest: string;
-  /** The same, still percent-encoded (what a proxy forwards), alias removed. */
+  /** The same, still percent-encoded, alias removed. */
   rawRest: string;
+  /**
+   * The path below the base exactly as the client sent it (alias and trailing slashes kept):
+   * upstream mode normalises it itself (`upstream-path.ts`), since dot segments may come before an alias.
+   */
+  rawPath: string;
   /** The raw query string (without `?`). */
   query: string;
 }
@@ -31,7 +36,7 @@ export function payloadAddressOf(request: FastifyRequest): PayloadAddress | null
   // `{base}/v1.1/…` is an alias of `{base}/…`, for clients that append the version.
   const withoutAlias = /^\/v1\.1(\/|$)/.test(rawRest) ? rawRest.slice('/v1.1'.length) : rawRest;
   const trimmed = withoutAlias.replace(/\/+$/, '');
-  return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawRest: trimmed, query: queryParts.join('?') };
+  return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawRest: trimmed, rawPath: rawRest, query: queryParts.join('?') };
 }
 
 function decode(text: string): string {

@@ -91,6 +91,7 @@ async function route(db: Database, request: FeatureRequest, catalogueChange: Cat
   if (method === 'PUT') {
     const row = parseSingleFeature(request.body, collection);
     if (!(await replaceFeature(db, request.schema, collection, id, row))) throw missingFeature(collection, id);
+    if (!request.callerMayRead) return { status: 204 };
     return { status: 200, headers: GEOJSON, body: await featureOrThrow(db, request.schema, collection, id) };
   }
   if (method === 'DELETE') {

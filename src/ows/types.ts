@@ -16,6 +16,11 @@ export interface FeatureRequest {
   baseUrl: string;
   /** The dataset's storage schema (`ds_…`), provisioned by `provision`. */
   schema: string;
+  /**
+   * Whether the caller may read this dataset's payload. A caller who may only write gets no
+   * stored data in an answer: an item's PUT answers 204 without a body.
+   */
+  callerMayRead: boolean;
 }
 
 /** The answer: a status, headers (Location, Content-Type) and a JSON body, or none (204). Errors are thrown as AppError. */

@@ -13,7 +13,7 @@ import { parseBatchEnvelope, pathPartOf, type BatchEntry } from './batch-envelop
  * failure rolls the group back, that member answers its error and the others 424.
  */
 
-interface BatchResponse {
+export interface BatchResponse {
   id: string;
   status: number;
   atomicityGroup?: string;
@@ -30,7 +30,7 @@ interface BatchState {
 const FAILED_DEPENDENCY = 424;
 
 // INVALID_STATE is the registry's nearest code; the status tells the client it is a dependency.
-const failedDependency = (detail: string) => new AppError('INVALID_STATE', detail, { status: FAILED_DEPENDENCY });
+export const failedDependency = (detail: string) => new AppError('INVALID_STATE', detail, { status: FAILED_DEPENDENCY });
 
 /** Thrown inside a group's transaction to roll it back once a member has answered an error. */
 class GroupRolledBack extends Error {}
@@ -113,7 +113,12 @@ async function runOne(deps: StaServerDeps, batch: StaRequest, serve: ServeWith, 
 
 function errorResponse(entry: BatchEntry, batch: StaRequest, state: BatchState, error: AppError): BatchResponse {
   state.answered.set(entry.id, { status: error.status });
-  const instance = `${new URL(batch.baseUrl).pathname}/${pathPartOf(entry.url, batch.baseUrl)}`;
+  return batchErrorResponse(entry, batch.baseUrl, error);
+}
+
+/** One request's answer inside the batch's answer when it failed: its problem object. */
+export function batchErrorResponse(entry: BatchEntry, baseUrl: string, error: AppError): BatchResponse {
+  const instance = `${new URL(baseUrl).pathname}/${pathPartOf(entry.url, baseUrl)}`;
   return {
     id: entry.id, status: error.status,
     ...(entry.atomicityGroup ? { atomicityGroup: entry.atomicityGroup } : {}),

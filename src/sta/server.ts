@@ -50,7 +50,7 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
   const target = await resolveTarget(deps.db, read, path, isRead);
   if (isRead) return getTarget(read, request, target, options);
   const writeDeps: WriteDeps = { read, ...(deps.onChange ? { onChange: deps.onChange } : {}) };
-  const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal };
+  const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal, callerMayRead: request.rights.read };
   switch (request.method) {
     case 'POST': return createAt(writeDeps, write, target);
     case 'PATCH': return updateAt(writeDeps, write, target, 'patch');

@@ -26,6 +26,11 @@ export interface WriteRequest {
   body: unknown;
   baseUrl: string;
   preferMinimal: boolean;
+  /**
+   * Whether the caller may read this dataset's payload. An update's answer is the stored entity,
+   * which holds more than the caller sent: a caller who may only write gets 204 without a body.
+   */
+  callerMayRead: boolean;
 }
 
 async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
@@ -41,11 +46,19 @@ async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Prom
   return result;
 }
 
-/** The entity as it now reads, with the create/update status, or 204 when the client asked for minimal. */
+/**
+ * The entity as it now reads, with the create/update status, or 204 when the client asked for
+ * minimal. A create reads back what the caller sent with the id and links assigned (for a caller
+ * without the read right, without the properties computed from other entities); an update may
+ * read back properties the caller never sent, so a caller without the read right gets 204.
+ */
 async function answer(deps: WriteDeps, request: WriteRequest, entity: EntityDef, id: number, status: number): Promise<StaResponse> {
   const location = selfLink(request.baseUrl, entity, id);
+  if (status !== 201 && !request.callerMayRead) return { status: 204 };
   if (request.preferMinimal) return { status: 204, headers: { location } };
   const body = await getEntityJson(deps.read, request.baseUrl, entity, id, {});
+  // Computed from other stored entities (a Datastream's phenomenonTime from Observations it was linked to).
+  if (!request.callerMayRead) for (const property of entity.properties) if (property.derived) delete (body as Record<string, unknown>)[property.name];
   return status === 201 ? { status, headers: { location }, body } : { status, body };
 }
 
