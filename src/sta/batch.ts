@@ -27,10 +27,8 @@ interface BatchState {
   failedGroups: Set<string>;
 }
 
-const FAILED_DEPENDENCY = 424;
-
-// INVALID_STATE is the registry's nearest code; the status tells the client it is a dependency.
-export const failedDependency = (detail: string) => new AppError('INVALID_STATE', detail, { status: FAILED_DEPENDENCY });
+/** A batch request that did not run because one it depends on failed (the contract's 424). */
+export const failedDependency = (detail: string) => new AppError('FAILED_DEPENDENCY', detail);
 
 /** Thrown inside a group's transaction to roll it back once a member has answered an error. */
 class GroupRolledBack extends Error {}

@@ -117,7 +117,7 @@ for (const kind of databaseKinds()) {
         { id: '5', method: 'get', url: '$4', dependsOn: ['4'] },
       ]);
       assert.deepEqual([...answers.values()].map((r) => r.status), [400, 424, 424, 201, 200]);
-      assert.equal(answers.get('2')!.body.type, 'urn:platform:error:INVALID_STATE');
+      assert.equal(answers.get('2')!.body.type, 'urn:platform:error:FAILED_DEPENDENCY');
       assert.match(answers.get('2')!.body.detail, /depends on 1/);
       assert.equal(await count(`/Things?$filter=name eq 'Depends'`), 0);
     });
