@@ -9,6 +9,7 @@ import { ChangeNotifier } from './notifier.js';
 import { createFromPublish } from './publish-create.js';
 import { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, routeTopicPrefix } from './topics.js';
+import { GuardedConnection } from './connection-guard.js';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -125,7 +126,10 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   const stopFeed = ctx.staChanges.subscribe(notifier.onChanges);
 
   return {
-    handle: (stream, request) => void broker.handle(stream, request),
+    handle: (stream, request) => {
+      const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.info(details, 'MQTT connection closed by a limit'));
+      broker.handle(guarded, request);
+    },
     close: async () => {
       await stopFeed();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
