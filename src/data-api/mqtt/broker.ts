@@ -156,7 +156,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
 
   return {
     handle: (stream, request) => {
-      const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.info(details, 'MQTT connection closed by a limit'));
+      const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.debug(details, 'MQTT connection closed by a limit'));
       broker.handle(guarded, request);
     },
     close: async () => {

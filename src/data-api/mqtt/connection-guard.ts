@@ -103,17 +103,25 @@ export class GuardedConnection extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     this.watchConnack(chunk);
-    this.inner.write(chunk, callback);
+    this.passOn(this.inner.write(chunk), callback);
   }
 
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
     // Corked pieces of one packet stay together (one WebSocket frame per packet).
     this.inner.cork();
-    chunks.forEach(({ chunk }, index) => {
+    let flowing = true;
+    for (const { chunk } of chunks) {
       this.watchConnack(chunk);
-      this.inner.write(chunk, index === chunks.length - 1 ? callback : undefined);
-    });
+      flowing = this.inner.write(chunk);
+    }
     this.inner.uncork();
+    this.passOn(flowing, callback);
+  }
+
+  /** The inner stream's back pressure is ours: the next write waits while it is full. */
+  private passOn(flowing: boolean, callback: (error?: Error | null) => void): void {
+    if (flowing) callback();
+    else this.inner.once('drain', () => callback());
   }
 
   override _final(callback: (error?: Error | null) => void): void {
