@@ -79,6 +79,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'a collection being the feature type `{slug}:{name}` and the layer `{name}`, drawn with the dataset\'s SLD styles (`STYLES=<style name>`); an invalid OGC request answers its exception report with 400;',
           'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE (an OGC request by its operation: an XML POST of GetFeature reads, a WFS-T Transaction writes); a rejected token answers 401 with an HTML page.',
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
+          'MQTT: a packet before CONNACK at most MQTT_MAX_CONNECT_BYTES, after it MQTT_MAX_PACKET_BYTES (else the connection closes); a client id held by another identity gets CONNACK 0x02; each message follows the subscriber\'s current rights.',
         ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
