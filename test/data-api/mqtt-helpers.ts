@@ -7,12 +7,13 @@ import type { TestApp } from '../helpers/test-app.js';
 
 /**
  * A gateway of the test's context with the MQTT broker on a free TCP port (t.dataApi() opens none);
- * `mqttSettings` replace some of `config.mqtt` for this gateway only (small limits in tests).
+ * `mqttSettings` replace some of `config.mqtt` for this gateway only (small limits in tests);
+ * `routePollMs`: how often its route table polls (a long one leaves route changes to NOTIFY and the broker).
  */
-export async function mqttGateway(t: TestApp, mqttSettings: Partial<Config['mqtt']> = {}): Promise<{ app: FastifyInstance; mqttUrl: string; port: number }> {
+export async function mqttGateway(t: TestApp, mqttSettings: Partial<Config['mqtt']> = {}, routePollMs = 50): Promise<{ app: FastifyInstance; mqttUrl: string; port: number }> {
   const port = await freePort();
   const ctx = { ...t.ctx, config: { ...t.ctx.config, mqtt: { ...t.ctx.config.mqtt, ...mqttSettings } } };
-  const app = await buildDataApiApp(ctx, { routePollMs: 50, mqttPort: port });
+  const app = await buildDataApiApp(ctx, { routePollMs, mqttPort: port });
   await app.ready();
   return { app, mqttUrl: `mqtt://127.0.0.1:${port}`, port };
 }

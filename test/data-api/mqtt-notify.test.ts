@@ -15,6 +15,7 @@ for (const kind of databaseKinds()) {
   describe(`MQTT notifications and creates (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;
+    let opened: PublishedDataset;
     let gateway: { app: FastifyInstance; mqttUrl: string };
     let chain: { thingId: number; datastreamId: number };
     let reader: MqttClient;
@@ -25,7 +26,10 @@ for (const kind of databaseKinds()) {
     before(async () => {
       t = await buildTestApp(kind);
       dataset = await publishStaDataset(t, { openDataAccess: false, slug: 'air' });
-      gateway = await mqttGateway(t);
+      opened = await publishStaDataset(t, { openDataAccess: true, slug: 'was-open' });
+      // The route table does not poll in these tests: a route change reaches the broker's deliveries
+      // only through its own check (and through NOTIFY on PostgreSQL).
+      gateway = await mqttGateway(t, {}, 3_600_000);
       chain = await createSensorChain(dataset);
       const scope = { scopeType: 'DATASET' as const, scopeId: dataset.datasetId };
       reader = track(await connect(gateway.mqttUrl, await grant(t, uniqueEmail('reader'), ['DATASET_PAYLOAD_READ'], scope)));
@@ -95,19 +99,19 @@ for (const kind of databaseKinds()) {
     // Revocation (issue 16, finding 6): a subscriber whose right ended receives nothing published
     // after the change committed, while a control subscriber of the same topic, whose right stands,
     // receives it: so the message was sent, and withheld from the revoked one only.
-    const things = () => topic('/Things');
-    const follow = async (token: string) => {
+    const thingsOf = (of: PublishedDataset) => topicOf(of.datasetId, of.slug, '/Things');
+    const follow = async (token: string | undefined, of: PublishedDataset = dataset) => {
       const client = track(await connect(gateway.mqttUrl, token));
-      assert.equal(await subscribeOne(client, things()), 0);
+      assert.equal(await subscribeOne(client, thingsOf(of)), 0);
       const names: string[] = [];
-      client.on('message', (received, payload) => { if (received === things()) names.push(JSON.parse(payload.toString()).name); });
+      client.on('message', (received, payload) => { if (received === thingsOf(of)) names.push(JSON.parse(payload.toString()).name); });
       return { client, names };
     };
-    const createThing = async (name: string) => assert.equal((await dataset.request('POST', '/Things', { name, description: 'x' })).statusCode, 201);
-    const readerToken = (email: string) => grant(t, email, ['DATASET_PAYLOAD_READ'], { scopeType: 'DATASET', scopeId: dataset.datasetId });
+    const readerToken = (email: string, of: PublishedDataset = dataset) => grant(t, email, ['DATASET_PAYLOAD_READ'], { scopeType: 'DATASET', scopeId: of.datasetId });
 
-    async function provesRevocation(revoked: { client: MqttClient; names: string[] }, revoke: () => Promise<void>) {
-      const control = await follow(await readerToken(uniqueEmail('control')));
+    async function provesRevocation(revoked: { client: MqttClient; names: string[] }, revoke: () => Promise<void>, of: PublishedDataset = dataset) {
+      const control = await follow(await readerToken(uniqueEmail('control'), of), of);
+      const createThing = async (name: string) => assert.equal((await of.request('POST', '/Things', { name, description: 'x' })).statusCode, 201);
       const tag = uniqueEmail('thing');
       await createThing(`${tag} before`);
       await eventually('both received the message before the revocation', 5_000, () => (revoked.names.includes(`${tag} before`) && control.names.includes(`${tag} before`)) || undefined);
@@ -117,7 +121,7 @@ for (const kind of databaseKinds()) {
       await eventually('the control subscriber received the message', 5_000, () => control.names.includes(`${tag} after`) || undefined);
       // Deliveries to all subscribers of a message are decided together; a round trip on the revoked
       // subscriber's connection after the control's message arrived brings anything sent to it before.
-      await subscribeOne(revoked.client, topic('/Things(1)'));
+      await subscribeOne(revoked.client, topicOf(of.datasetId, of.slug, '/Things(1)'));
       assert.deepEqual(revoked.names.filter((name) => name.startsWith(tag)), [`${tag} before`]);
     }
 
@@ -138,6 +142,14 @@ for (const kind of databaseKinds()) {
         const updated = await t.ctx.db.updateTable('users').set({ active: false }).where('email', '=', email).executeTakeFirst();
         assert.equal(updated.numUpdatedRows, 1n);
       });
+    });
+
+    test('a dataset no longer open stops its anonymous subscribers at once; a reader still receives', async () => {
+      const anonymous = await follow(undefined, opened);
+      await provesRevocation(anonymous, async () => {
+        const updated = await t.ctx.db.updateTable('datasets').set({ open_data_access: false }).where('id', '=', opened.datasetId).executeTakeFirst();
+        assert.equal(updated.numUpdatedRows, 1n);
+      }, opened);
     });
 
     test('a token that expired stops the messages at its exp; a control subscriber still receives', async () => {
