@@ -39,6 +39,9 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * clients are never forwarded as they came; subscribers only receive what the change feed reports
  * (the entity as stored, in the server's own serialization). Aedes 1.2 speaks MQTT 3.1 and 3.1.1;
  * an MQTT 5 CONNECT is answered "unacceptable protocol version".
+ *
+ * In front of aedes, each connection passes a GuardedConnection (packet sizes, CONNECT deadline);
+ * a client id is bound to its identity (ClientIdBindings) before aedes may take a session over.
  */
 export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
   const access = new MqttAccess({ callers: new CallerCache(ctx.db), verifier: ctx.verifier, routes, log });
