@@ -36,7 +36,7 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    // The upgrade's socket is the TCP connection itself (a TLS-terminating proxy in front is one address).
+    // The upgrade's own TCP peer, never X-Forwarded-For (behind a proxy, its clients share its address).
     const release = caps.admit((socket as Socket).remoteAddress);
     if (!release) {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy());
