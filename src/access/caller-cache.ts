@@ -21,7 +21,19 @@ export class CallerCache {
   }
 
   async load(identity: Identity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
-    const version = await this.versionAfterArrival();
+    return this.loadAt(identity, allowedScopeIds, await this.versionAfterArrival());
+  }
+
+  /** The access version as of now; reads asked for in the same turn of the event loop share one query. */
+  currentVersion(): Promise<string> {
+    return this.versionAfterArrival();
+  }
+
+  /**
+   * The caller as of `version`, read by `currentVersion` before this call (long-lived sessions, as
+   * MQTT's, keep the version they were loaded at and reload when it moved).
+   */
+  async loadAt(identity: Identity, allowedScopeIds: ReadonlySet<string> | null, version: string): Promise<Caller> {
     const key = [identity.subject, identity.email ?? '', allowedScopeIds ? [...allowedScopeIds].sort().join(',') : '*'].join('\u0000');
     const cached = this.entries.get(key);
     if (cached?.version === version) return cached.caller;

@@ -1,24 +1,31 @@
 import mqtt, { type MqttClient } from 'mqtt';
 import type { FastifyInstance } from 'fastify';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
+import type { Config } from '../../src/config.js';
 import { freePort } from '../faults/harness.js';
 import type { TestApp } from '../helpers/test-app.js';
 
-/** A gateway of the test's context with the MQTT broker on a free TCP port (t.dataApi() opens none). */
-export async function mqttGateway(t: TestApp): Promise<{ app: FastifyInstance; mqttUrl: string }> {
+/**
+ * A gateway of the test's context with the MQTT broker on a free TCP port (t.dataApi() opens none);
+ * `mqttSettings` replace some of `config.mqtt` for this gateway only (small limits in tests);
+ * `routePollMs`: how often its route table polls (a long one leaves route changes to NOTIFY and the broker).
+ */
+export async function mqttGateway(t: TestApp, mqttSettings: Partial<Config['mqtt']> = {}, routePollMs = 50): Promise<{ app: FastifyInstance; mqttUrl: string; port: number }> {
   const port = await freePort();
-  const app = await buildDataApiApp(t.ctx, { routePollMs: 50, mqttPort: port });
+  const ctx = { ...t.ctx, config: { ...t.ctx.config, mqtt: { ...t.ctx.config.mqtt, ...mqttSettings } } };
+  const app = await buildDataApiApp(ctx, { routePollMs, mqttPort: port });
   await app.ready();
-  return { app, mqttUrl: `mqtt://127.0.0.1:${port}` };
+  return { app, mqttUrl: `mqtt://127.0.0.1:${port}`, port };
 }
 
 /** Connects as MQTT 3.1.1; the token is the password (the username is ignored), none is anonymous. */
-export function connect(url: string, token?: string): Promise<MqttClient> {
+export function connect(url: string, token?: string, options: mqtt.IClientOptions = {}): Promise<MqttClient> {
   return mqtt.connectAsync(url, {
     protocolVersion: 4,
     reconnectPeriod: 0,
     connectTimeout: 5_000,
     ...(token === undefined ? {} : { username: 'ignored', password: token }),
+    ...options,
   });
 }
 

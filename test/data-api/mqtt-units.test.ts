@@ -3,6 +3,10 @@ import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { decode, encode, type StaChange } from '../../src/data-api/mqtt/change-feed.js';
 import { parseTopic, pathsOfChange } from '../../src/data-api/mqtt/topics.js';
+import { PacketMeter } from '../../src/data-api/mqtt/connection-guard.js';
+import { ConnectionCaps } from '../../src/data-api/mqtt/connection-caps.js';
+import { ClientIdBindings } from '../../src/data-api/mqtt/client-ids.js';
+import { remainingLength } from './mqtt-raw.js';
 
 // The pieces of SensorThings over MQTT that need no broker: the setting, topics, the NOTIFY format.
 describe('MQTT_PORT', () => {
@@ -45,5 +49,68 @@ describe('SensorThings change notifications', () => {
     for (const payload of payloads) assert.ok(Buffer.byteLength(payload) < 8000);
     assert.deepEqual(payloads.flatMap(decode), changes);
     assert.deepEqual(decode('not json'), []);
+  });
+});
+
+describe('MQTT packet meter', () => {
+  const packet = (bodyLength: number) => Buffer.concat([Buffer.from([0x30]), remainingLength(bodyLength), Buffer.alloc(bodyLength, 7)]);
+  // Every way of cutting the stream: whole, byte by byte, and at every offset in two.
+  const cuts = (bytes: Buffer): Buffer[][] => [
+    [bytes],
+    [...bytes].map((byte) => Buffer.from([byte])),
+    ...Array.from({ length: bytes.length - 1 }, (_, at) => [bytes.subarray(0, at + 1), bytes.subarray(at + 1)]),
+  ];
+  const verdict = (limit: number, pieces: Buffer[]) => {
+    const meter = new PacketMeter(limit);
+    for (const piece of pieces) {
+      const problem = meter.feed(piece);
+      if (problem) return problem;
+    }
+    return null;
+  };
+
+  test('follows packets across any cut, refusing exactly those over the limit (header bytes counted)', () => {
+    // 0, 1-byte, 2-byte and 3-byte Remaining Lengths; the limit is 1 + 3 + 20000 bytes.
+    const stream = Buffer.concat([packet(0), packet(100), packet(200), packet(20_000)]);
+    for (const pieces of cuts(stream).filter((_, index) => index < 3 || index % 97 === 0)) {
+      assert.equal(verdict(20_004, pieces), null);
+      assert.match(String(verdict(20_003, pieces)), /a packet of 20004 bytes is over the limit of 20003/);
+    }
+  });
+
+  test('knows a packet is too large from its header alone, and refuses a fifth length byte', () => {
+    const header = Buffer.concat([Buffer.from([0x10]), remainingLength(268_435_455)]);
+    assert.match(String(verdict(65_536, [header])), /over the limit/);
+    assert.match(String(verdict(65_536, [Buffer.from([0x10, 0xff, 0xff, 0xff, 0xff])])), /malformed Remaining Length/);
+  });
+});
+
+describe('MQTT connection caps and client ids', () => {
+  test('caps count per canonical address and in all; a release frees one place once', () => {
+    const caps = new ConnectionCaps({ maxConnections: 3, maxConnectionsPerAddress: 2 });
+    const first = caps.admit('127.0.0.1');
+    assert.ok(first && caps.admit('::ffff:127.0.0.1'));
+    assert.equal(caps.admit('127.0.0.1'), null, 'an IPv4-mapped address is the same client');
+    assert.ok(caps.admit('2001:db8::1'));
+    assert.equal(caps.admit('2001:db8::2'), null, 'the total');
+    first();
+    first();
+    assert.ok(caps.admit('2001:db8::2'));
+    assert.equal(caps.admit('2001:db8::3'), null, 'a second release of one connection frees nothing');
+    assert.equal(caps.admit(undefined), null);
+  });
+
+  test('an id is held while a connection or a kept session holds it', () => {
+    const ids = new ClientIdBindings();
+    const [a1, a2, b] = [{}, {}, {}];
+    assert.ok(ids.claim('x', 'token:a', a1, false));
+    assert.equal(ids.claim('x', 'token:b', b, false), false);
+    assert.ok(ids.claim('x', 'token:a', a2, true), 'the same identity takes over');
+    ids.release('x', a1);
+    ids.release('x', a2);
+    assert.equal(ids.claim('x', 'token:b', b, false), false, 'kept session');
+    assert.ok(ids.claim('x', 'token:a', a1, false));
+    ids.release('x', a1);
+    assert.ok(ids.claim('x', 'token:b', b, false), 'a clean session ended with its connection');
   });
 });

@@ -3,12 +3,15 @@ import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../../context.js';
 import { CallerCache } from '../../access/caller-cache.js';
+import { sequenceVersion } from '../../db/sequence-version.js';
 import type { PayloadRoute, RouteTable } from '../route-table.js';
 import { MqttAccess, type MqttSession } from './mqtt-access.js';
 import { ChangeNotifier } from './notifier.js';
 import { createFromPublish } from './publish-create.js';
 import { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, routeTopicPrefix } from './topics.js';
+import { GuardedConnection } from './connection-guard.js';
+import { ClientIdBindings } from './client-ids.js';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -24,6 +27,7 @@ export interface StaBroker {
 }
 
 /** CONNACK return codes of MQTT 3.1.1 (§3.2.2.3). */
+const IDENTIFIER_REJECTED = 2;
 const SERVER_UNAVAILABLE = 3;
 const NOT_AUTHORIZED = 5;
 
@@ -35,10 +39,16 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * clients are never forwarded as they came; subscribers only receive what the change feed reports
  * (the entity as stored, in the server's own serialization). Aedes 1.2 speaks MQTT 3.1 and 3.1.1;
  * an MQTT 5 CONNECT is answered "unacceptable protocol version".
+ *
+ * In front of aedes, each connection passes a GuardedConnection (packet sizes, CONNECT deadline);
+ * a client id is bound to its identity (ClientIdBindings) before aedes may take a session over.
  */
 export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
-  const access = new MqttAccess({ callers: new CallerCache(ctx.db), verifier: ctx.verifier, routes });
+  const access = new MqttAccess({ callers: new CallerCache(ctx.db), verifier: ctx.verifier, routes, log });
   const sessions = new WeakMap<Client, MqttSession>();
+  const clientIds = new ClientIdBindings();
+  /** The connected client of each client id, for the notifier's subscribers. */
+  const connected = new Map<string, Client>();
   const subscriptions = new SubscriptionIndex((topic) => {
     const parsed = parseTopic(topic);
     return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
@@ -53,6 +63,16 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
     authenticate(client, _username, password, done) {
       access.connect(password).then((session) => {
         if (!session) return done(refusal(NOT_AUTHORIZED, 'the access token does not verify'), false);
+        // Each anonymous connection is an identity of its own: a session it asked to keep could never
+        // be resumed by anyone, only fill the broker's memory.
+        if (session.token === null && !client.clean) return done(refusal(IDENTIFIER_REJECTED, 'an anonymous client cannot keep a session (clean session 0)'), false);
+        if (client.closed) return done(refusal(SERVER_UNAVAILABLE, 'the connection closed during CONNECT'), false);
+        // Before aedes touches the session of this id (a clean CONNECT drops its subscriptions, then takes it over).
+        if (!clientIds.claim(client.id, session.identity, client, !client.clean)) {
+          log.info({ clientId: client.id }, 'MQTT CONNECT refused: the client id is held by another identity');
+          return done(refusal(IDENTIFIER_REJECTED, 'the client id is in use by another identity'), false);
+        }
+        client.conn.once('close', () => clientIds.release(client.id, client));
         sessions.set(client, session);
         done(null, true);
       }, (error: Error) => {
@@ -100,7 +120,8 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       const session = sessions.get(client);
       const [, , datasetId = '', slug = ''] = packet.topic.split('/');
       const route = routes.lookup(datasetId, slug);
-      // A subscription was authorized once; each message is checked again against current rights.
+      // A subscription was authorized once; each message is checked again against current rights
+      // (brought up to date by the notifier before it published).
       return session && servedHere(route) && access.mayReadNow(session, route) ? packet : null;
     },
   });
@@ -112,20 +133,44 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   broker.on('unsubscribe', (topics, client) => {
     for (const topic of topics) subscriptions.remove(client.id, topic);
   });
+  broker.on('client', (client) => connected.set(client.id, client));
   broker.on('clientDisconnect', (client) => {
+    if (connected.get(client.id) === client) connected.delete(client.id);
     // A persistent session keeps its subscriptions (aedes queues for it) until it unsubscribes.
     if (client.clean) subscriptions.removeClient(client.id);
   });
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 
+  /** The route version this broker last made the route table reload at (it holds that version or a later one). */
+  let routesSeenAt: string | null = null;
   const notifier = new ChangeNotifier({
     sta: ctx.sta, routes, subscriptions, dataApiUrl, log,
+    beforePublish: async (topics) => {
+      const subscribers = new Set<MqttSession>();
+      for (const topic of topics) {
+        for (const clientId of subscriptions.clientsOf(topic)) {
+          const client = connected.get(clientId);
+          const session = client && sessions.get(client);
+          if (session) subscribers.add(session);
+        }
+      }
+      // The route table learns of a dataset no longer open by NOTIFY or its poll (500 ms); a
+      // delivery must not wait for either: a moved route version reloads it first.
+      const [routeVersion] = await Promise.all([sequenceVersion(ctx.db, 'gateway_route_version'), access.bringCurrent(subscribers)]);
+      if (routeVersion !== routesSeenAt) {
+        await routes.reload();
+        routesSeenAt = routeVersion;
+      }
+    },
     publish: (topic, message) => broker.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 0, retain: false, dup: false }, () => {}),
   });
   const stopFeed = ctx.staChanges.subscribe(notifier.onChanges);
 
   return {
-    handle: (stream, request) => void broker.handle(stream, request),
+    handle: (stream, request) => {
+      const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.debug(details, 'MQTT connection closed by a limit'));
+      broker.handle(guarded, request);
+    },
     close: async () => {
       await stopFeed();
       await new Promise<void>((resolve) => broker.close(() => resolve()));

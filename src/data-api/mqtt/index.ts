@@ -1,10 +1,11 @@
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import type { AppContext } from '../../context.js';
 import type { RouteTable } from '../route-table.js';
 import { createStaBroker, type StaBroker } from './broker.js';
+import { ConnectionCaps } from './connection-caps.js';
 
 /** The path of MQTT over WebSocket on the data API listener. */
 export const MQTT_WEBSOCKET_PATH = '/mqtt';
@@ -24,7 +25,10 @@ export interface MqttListenOptions {
 export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: RouteTable, options: MqttListenOptions): void {
   let broker: StaBroker | null = null;
   let tcp: Server | null = null;
-  const sockets = new WebSocketServer({ noServer: true });
+  const caps = new ConnectionCaps(ctx.config.mqtt);
+  // ws collects a whole WebSocket message before it hands it on, and refuses one announced larger
+  // than this before buffering it; the MQTT limits apply to the packets inside.
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: ctx.config.mqtt.maxPacketBytes });
 
   app.server.on('upgrade', (request, socket, head) => {
     const path = (request.url ?? '').split('?')[0];
@@ -32,6 +36,13 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    // The upgrade's own TCP peer, never X-Forwarded-For (behind a proxy, its clients share its address).
+    const release = caps.admit((socket as Socket).remoteAddress);
+    if (!release) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy());
+      return;
+    }
+    socket.once('close', release);
     const ready = broker;
     sockets.handleUpgrade(request, socket, head, (ws) => ready.handle(gracefulStream(ws), request));
   });
@@ -39,7 +50,13 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
   app.addHook('onReady', async () => {
     broker = await createStaBroker(ctx, routes, app.log);
     if (options.port === null) return;
-    const server = createServer((socket) => broker?.handle(socket));
+    const server = createServer((socket) => {
+      // Refused before a byte is read: a connection over a cap costs nothing but its accept.
+      const release = broker && caps.admit(socket.remoteAddress);
+      if (!release) return void socket.destroy();
+      socket.once('close', release);
+      broker!.handle(socket);
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

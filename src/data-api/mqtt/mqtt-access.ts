@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../access/caller.js';
 import type { CallerCache } from '../../access/caller-cache.js';
 import { identityOf } from '../../http/authentication.js';
@@ -7,77 +8,106 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
 
 /**
  * Who an MQTT connection acts for. The password of CONNECT is an access token (the username is
- * ignored); no password is an anonymous client. The caller is loaded again (token verified, rights
- * read) once it is older than `CALLER_TTL_MS`, at a SUBSCRIBE, a PUBLISH or a message delivered: an
- * MQTT connection lives for hours, and a revoked permission or an expired token must bite within
- * seconds, not at the next reconnect, while a client publishing many observations a second should
- * not cost a permission query each (the caller cache makes a reload one sequence read when no
- * access changed).
+ * ignored); no password is an anonymous client. An MQTT connection lives for hours, so its rights
+ * are those of the access version (migration 0013) they were loaded at, and are loaded again when
+ * that version moved: before a SUBSCRIBE or PUBLISH is decided, and before the notifier publishes a
+ * batch (`bringCurrent`, one sequence read for the batch). A delivery is then decided at once on
+ * those rights, and a token past its `exp` counts as no token.
  */
-export const CALLER_TTL_MS = 5_000;
-
 export interface MqttSession {
-  /** The access token; null for an anonymous client. */
-  token: string | null;
-  /** Null for an anonymous client, and for one whose token stopped verifying since CONNECT. */
+  /**
+   * Who holds the connection's client id: `token:{subject}`, or, for an anonymous client, a name of
+   * its own per connection (nobody can prove to be the same anonymous client again).
+   */
+  identity: string;
+  /** Null for an anonymous client. */
+  token: { identity: ReturnType<typeof identityOf>; expiresAtMs: number } | null;
+  /** The rights as of `version`; null for an anonymous client, and after a reload that failed. */
   caller: Caller | null;
-  loadedAt: number;
-  /** A reload under way, shared by whoever needs the caller meanwhile. */
-  refreshing?: Promise<void> | undefined;
+  /** The access version `caller` was loaded at; null: load again before the next decision. */
+  version: string | null;
 }
 
 export type TopicDecision = PayloadDecision & { route?: PayloadRoute };
 
+export interface AccessLog {
+  warn(details: object, message: string): void;
+}
+
 export class MqttAccess {
-  constructor(private readonly deps: { callers: CallerCache; verifier: TokenVerifier; routes: RouteTable; now?: () => number }) {}
+  constructor(private readonly deps: { callers: CallerCache; verifier: TokenVerifier; routes: RouteTable; log: AccessLog; now?: () => number }) {}
 
   /** A session for a CONNECT; null when a token was given but does not verify (CONNACK 5). */
   async connect(password: Buffer | undefined): Promise<MqttSession | null> {
-    if (password === undefined || password.length === 0) return { token: null, caller: null, loadedAt: this.now() };
-    const token = password.toString('utf8');
-    const caller = await this.callerOf(token);
-    return caller ? { token, caller, loadedAt: this.now() } : null;
-  }
-
-  /** The payload decision for a read (SUBSCRIBE) or write (PUBLISH) of a route, with a fresh enough caller. */
-  async decide(session: MqttSession, datasetId: string, slug: string, operation: PayloadOperation): Promise<TopicDecision> {
-    await this.refresh(session);
-    const route = this.deps.routes.lookup(datasetId, slug);
-    // An anonymous client and one whose token expired are treated alike: open data reads only.
-    return { ...decidePayloadAccess(session.caller, route, operation), ...(route ? { route } : {}) };
-  }
-
-  /**
-   * Whether a message of a route may still go to this subscriber, decided at once with the caller
-   * as last loaded (aedes asks synchronously, once per message and subscriber); a stale caller is
-   * reloaded in the background for the next message. So a revoked right, an expired token or a
-   * dataset no longer open stops the messages within about CALLER_TTL_MS.
-   */
-  mayReadNow(session: MqttSession, route: PayloadRoute | undefined): boolean {
-    if (session.token !== null && this.now() - session.loadedAt >= CALLER_TTL_MS) {
-      this.refresh(session).catch(() => { /* kept as it was; the next message tries again */ });
-    }
-    return decidePayloadAccess(session.caller, route, 'read').outcome === 'allow';
-  }
-
-  private refresh(session: MqttSession): Promise<void> {
-    if (session.token === null || this.now() - session.loadedAt < CALLER_TTL_MS) return Promise.resolve();
-    const token = session.token;
-    session.refreshing ??= this.callerOf(token).then((caller) => {
-      session.caller = caller;
-      session.loadedAt = this.now();
-    }).finally(() => { session.refreshing = undefined; });
-    return session.refreshing;
-  }
-
-  private async callerOf(token: string): Promise<Caller | null> {
+    if (password === undefined || password.length === 0) return { identity: `anonymous:${randomUUID()}`, token: null, caller: null, version: null };
+    let verified;
     try {
-      const verified = await this.deps.verifier.verify(token);
-      return await this.deps.callers.load(identityOf(verified), null);
+      verified = await this.deps.verifier.verify(password.toString('utf8'));
     } catch (error) {
       if (error instanceof TokenRejectedError) return null;
       throw error;
     }
+    const identity = identityOf(verified);
+    const session: MqttSession = { identity: `token:${identity.subject}`, token: { identity, expiresAtMs: verified.expiresAt * 1000 }, caller: null, version: null };
+    await this.load([session], await this.deps.callers.currentVersion());
+    if (session.version === null) throw new Error('the caller could not be loaded');
+    return session;
+  }
+
+  /** The payload decision for a read (SUBSCRIBE) or write (PUBLISH) of a route, on current rights. */
+  async decide(session: MqttSession, datasetId: string, slug: string, operation: PayloadOperation): Promise<TopicDecision> {
+    await this.bringCurrent([session]);
+    const route = this.deps.routes.lookup(datasetId, slug);
+    // An anonymous client and one whose token expired are treated alike: open data reads only.
+    return { ...decidePayloadAccess(this.callerNow(session), route, operation), ...(route ? { route } : {}) };
+  }
+
+  /**
+   * Brings the rights of these sessions to the access version as of now: one read of the version
+   * (shared with every other read in this turn of the event loop), and one load per token whose
+   * session was loaded at another version. A session whose load fails keeps no rights (it gets open
+   * data only) until a later call loads it.
+   */
+  async bringCurrent(sessions: Iterable<MqttSession>): Promise<void> {
+    const withToken = [...sessions].filter((session) => session.token !== null);
+    if (withToken.length === 0) return;
+    const version = await this.deps.callers.currentVersion();
+    await this.load(withToken.filter((session) => session.version !== version), version);
+  }
+
+  /**
+   * Whether a message of a route may go to this subscriber now: decided at once (aedes asks
+   * synchronously, once per message and subscriber) on the rights `bringCurrent` left, with the
+   * token's expiry checked against the clock.
+   */
+  mayReadNow(session: MqttSession, route: PayloadRoute | undefined): boolean {
+    return decidePayloadAccess(this.callerNow(session), route, 'read').outcome === 'allow';
+  }
+
+  private callerNow(session: MqttSession): Caller | null {
+    return session.token && this.now() < session.token.expiresAtMs ? session.caller : null;
+  }
+
+  private async load(sessions: MqttSession[], version: string): Promise<void> {
+    // Sessions of one token identity share one load.
+    const loads = new Map<string, Promise<Caller | null>>();
+    await Promise.all(sessions.map(async (session) => {
+      const identity = session.token!.identity;
+      const key = `${identity.subject}\u0000${identity.email ?? ''}`;
+      let loading = loads.get(key);
+      if (!loading) {
+        loading = this.deps.callers.loadAt(identity, null, version).catch((error: Error) => {
+          this.deps.log.warn({ err: { message: error.message } }, 'MQTT: could not load a subscriber\'s rights; it gets open data only until they load');
+          return null;
+        });
+        loads.set(key, loading);
+      }
+      const caller = await loading;
+      // A slower load of an older version never replaces the rights of a newer one.
+      if (session.version !== null && BigInt(session.version) > BigInt(version)) return;
+      session.caller = caller;
+      session.version = caller ? version : null;
+    }));
   }
 
   private now(): number {

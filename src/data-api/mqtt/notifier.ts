@@ -9,6 +9,12 @@ export interface NotifierDeps {
   routes: RouteTable;
   subscriptions: SubscriptionIndex;
   dataApiUrl: string;
+  /**
+   * Called before each batch of messages goes out, with their topics: brings their subscribers'
+   * rights up to date, so that each delivery is then decided at once on current rights. A failure
+   * withholds the batch.
+   */
+  beforePublish(topics: ReadonlySet<string>): Promise<void>;
   publish(topic: string, message: string): void;
   log: { warn(details: object, message: string): void; debug(details: object, message: string): void };
 }
@@ -17,8 +23,11 @@ export interface NotifierDeps {
 const MAX_BACKLOG = 50_000;
 /** Property values remembered per entity, to tell a changed property from one merely written again. */
 const MAX_REMEMBERED_ENTITIES = 10_000;
+/** Changes fetched before their messages go out together (one check of the subscribers' rights). */
+const BATCH_CHANGES = 50;
 
 interface Pending { change: StaChange; route: PayloadRoute }
+interface Message { topic: string; text: string }
 
 /**
  * Turns committed changes into MQTT messages for this broker's subscribers (OGC 18-088 §14.2):
@@ -56,13 +65,17 @@ export class ChangeNotifier {
     if (this.draining) return;
     this.draining = true;
     try {
-      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
-        try {
-          await this.notify(next);
-        } catch (error) {
-          // The entity may be gone again, or the schema unprovisioned: nothing to announce.
-          this.deps.log.debug({ err: { message: (error as Error).message }, change: next.change }, 'MQTT notifications: change not announced');
+      while (this.queue.length > 0) {
+        const messages: Message[] = [];
+        for (const next of this.queue.splice(0, BATCH_CHANGES)) {
+          try {
+            await this.compose(next, messages);
+          } catch (error) {
+            // The entity may be gone again, or the schema unprovisioned: nothing to announce.
+            this.deps.log.debug({ err: { message: (error as Error).message }, change: next.change }, 'MQTT notifications: change not announced');
+          }
         }
+        await this.publish(messages);
       }
     } finally {
       this.draining = false;
@@ -70,7 +83,22 @@ export class ChangeNotifier {
     }
   }
 
-  private async notify({ change, route }: Pending): Promise<void> {
+  private async publish(messages: Message[]): Promise<void> {
+    if (messages.length === 0) return;
+    try {
+      await this.deps.beforePublish(new Set(messages.map((message) => message.topic)));
+    } catch (error) {
+      this.deps.log.warn({ err: { message: (error as Error).message }, messages: messages.length }, 'MQTT notifications: subscribers\' rights could not be checked; messages withheld');
+      return;
+    }
+    // Synchronously after the check: no revocation seen by it can be missed by these deliveries.
+    for (const { topic, text } of messages) {
+      if (this.deps.subscriptions.has(topic)) this.deps.publish(topic, text);
+    }
+  }
+
+  /** Adds the messages of one change to `messages`. */
+  private async compose({ change, route }: Pending, messages: Message[]): Promise<void> {
     const { entitySet, id } = change;
     const links = TO_ONE_LINKS[entitySet] ?? [];
     const answer = await this.deps.sta.handle({
@@ -96,7 +124,7 @@ export class ChangeNotifier {
     const message = JSON.stringify(entity);
     const publishOn = (path: string, text: string) => {
       for (const topic of topicsOfPath(route.datasetId, route.slug, path)) {
-        if (this.deps.subscriptions.has(topic)) this.deps.publish(topic, text);
+        if (this.deps.subscriptions.has(topic)) messages.push({ topic, text });
       }
     };
     for (const path of pathsOfChange(entitySet, id, linkIds)) publishOn(path, message);

@@ -4,7 +4,7 @@
  * change, so a bulk insert into a dataset nobody follows on this process costs a map lookup each.
  */
 export class SubscriptionIndex {
-  private readonly topicCounts = new Map<string, number>();
+  private readonly topicClients = new Map<string, Set<string>>();
   private readonly prefixCounts = new Map<string, number>();
   private readonly byClient = new Map<string, Set<string>>();
 
@@ -15,7 +15,9 @@ export class SubscriptionIndex {
     if (!topics) this.byClient.set(clientId, topics = new Set());
     if (topics.has(topic)) return;
     topics.add(topic);
-    bump(this.topicCounts, topic, 1);
+    let clients = this.topicClients.get(topic);
+    if (!clients) this.topicClients.set(topic, clients = new Set());
+    clients.add(clientId);
     const prefix = this.prefixOf(topic);
     if (prefix) bump(this.prefixCounts, prefix, 1);
   }
@@ -24,7 +26,9 @@ export class SubscriptionIndex {
     const topics = this.byClient.get(clientId);
     if (!topics?.delete(topic)) return;
     if (topics.size === 0) this.byClient.delete(clientId);
-    bump(this.topicCounts, topic, -1);
+    const clients = this.topicClients.get(topic);
+    clients?.delete(clientId);
+    if (clients?.size === 0) this.topicClients.delete(topic);
     const prefix = this.prefixOf(topic);
     if (prefix) bump(this.prefixCounts, prefix, -1);
   }
@@ -34,7 +38,12 @@ export class SubscriptionIndex {
   }
 
   has(topic: string): boolean {
-    return this.topicCounts.has(topic);
+    return this.topicClients.has(topic);
+  }
+
+  /** The client ids subscribed to a topic. */
+  clientsOf(topic: string): Iterable<string> {
+    return this.topicClients.get(topic) ?? [];
   }
 
   /** Whether any topic of a route (by its prefix) has a subscriber here. */
