@@ -1,13 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
-import { sequenceVersion } from '../db/sequence-version.js';
+import { accessVersion } from '../db/sequence-version.js';
 import { loadCaller, type Caller } from './caller.js';
 
 type Identity = Parameters<typeof loadCaller>[1];
 
 /**
- * Callers by identity, valid while the access version (migration 0013) stands still: a request
- * costs one read of a sequence instead of the grants query, and any change to users, memberships,
+ * Callers by identity, valid while the access version (migrations 0013, 0014) stands still: a request
+ * costs one read of a counter instead of the grants query, and any change to users, memberships,
  * groups, assignments or role permissions, committed by any process, makes the next request load
  * afresh. For the data API's hot path, where the same clients read again and again.
  * Cached callers are shared between requests and never changed.
@@ -51,7 +51,7 @@ export class CallerCache {
   private versionAfterArrival(): Promise<string> {
     this.nextVersionRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.nextVersionRead = null;
-      return sequenceVersion(this.db, 'access_version');
+      return accessVersion(this.db);
     });
     return this.nextVersionRead;
   }
