@@ -16,7 +16,7 @@ import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { owsOperationOf } from '../ows/index.js';
+import { owsOperationOf, OwsBusyError } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -115,14 +115,22 @@ async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppCo
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const clientGone = new AbortController();
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) clientGone.abort(); });
-  const answer = await ctx.ows.handle({
-    route: owsRouteOf(ctx, route),
-    signal: clientGone.signal,
-    method: request.method,
-    query: address.query,
-    body: Buffer.isBuffer(request.body) ? request.body : undefined,
-    contentType: request.headers['content-type'],
-  });
+  let answer;
+  try {
+    answer = await ctx.ows.handle({
+      route: owsRouteOf(ctx, route),
+      // MapServer's work is shared per caller: the token's subject, else the client's address.
+      caller: request.caller ? `sub:${request.caller.subject}` : `ip:${request.ip}`,
+      signal: clientGone.signal,
+      method: request.method,
+      query: address.query,
+      body: Buffer.isBuffer(request.body) ? request.body : undefined,
+      contentType: request.headers['content-type'],
+    });
+  } catch (error) {
+    if (error instanceof OwsBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
+    throw error;
+  }
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 
