@@ -233,6 +233,11 @@ export class MapServerPool {
     }
   }
 
+  /** Requests waiting in the callers' lines (for tests and health checks). */
+  get waiting(): number {
+    return this.queue.size;
+  }
+
   pids(): number[] {
     return this.workers.flatMap((w) => (w.child?.pid !== undefined ? [w.child.pid] : []));
   }

@@ -57,7 +57,7 @@ export class OwsBusyError extends AppError {
  * fails at once, without a packet sent. The gateway never passes a caller's SLD; this holds even
  * if something did.
  */
-const NO_NETWORK: Record<string, string> = Object.fromEntries(
+export const NO_NETWORK: Record<string, string> = Object.fromEntries(
   ['http_proxy', 'https_proxy', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy'].map((name) => [name, 'http://127.0.0.1:0']),
 );
 
@@ -144,6 +144,11 @@ export class OwsServer {
   /** MapServer's worker processes (for tests and health checks). */
   workerPids(): number[] {
     return this.pool?.pids() ?? [];
+  }
+
+  /** Requests waiting for a MapServer worker (for tests and health checks). */
+  waitingRequests(): number {
+    return this.pool?.waiting ?? 0;
   }
 
   /** MapServer's config file (null until the first OGC request started the pool). */
