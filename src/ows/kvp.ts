@@ -39,8 +39,12 @@ export function parseKvp(text: string, options: { form?: boolean } = {}): KvpPai
   return pairs;
 }
 
-/** The query string MapServer reads back as exactly these pairs. */
+/**
+ * The query string MapServer reads back as exactly these pairs. A name holding `=` has no such
+ * encoding (MapServer splits at the first `=` after decoding): the gateway sends none.
+ */
 export function encodeKvp(pairs: readonly KvpPair[]): string {
+  if (pairs.some(({ name }) => name.includes('='))) throw new Error('a parameter name with "=" cannot be sent to MapServer');
   return pairs.map(({ name, value }) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&');
 }
 
