@@ -16,7 +16,7 @@ import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { owsOperationOf, OwsBusyError } from '../ows/index.js';
+import { isOwsForm, owsOperationOf, OwsBusyError } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -83,7 +83,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
-  const operation = operationOf(request, route, address);
+  const operation = operationOf(request, route, address, ctx.config.ows.maxBodyBytes);
   const decision = decidePayloadAccess(request.caller, route, operation);
   switch (decision.outcome) {
     case 'unauthenticated':
@@ -156,10 +156,15 @@ async function forwardToFeatureStore(request: FastifyRequest, reply: FastifyRepl
 
 
 /** What a payload request does. OGC requests say it themselves: an XML POST of GetMap reads, a WFS-T Transaction writes. */
-function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, maxOwsBodyBytes: number): PayloadOperation {
   const method = request.method;
   if (route?.standard === 'OWS' && address && !isCollectionsPath(address) && (method === 'GET' || method === 'HEAD' || method === 'POST')) {
-    return owsOperationOf({ method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] });
+    const message = { method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] };
+    // A body beyond its bound is not read before authorization (OwsServer.handle refuses it with
+    // 400 once the caller may know the API exists). Unread, an XML body counts as a write; a form
+    // is a key-value request, which MapServer serves for reads only.
+    if (message.body && message.body.length > maxOwsBodyBytes) return isOwsForm(message.contentType) ? 'read' : 'write';
+    return owsOperationOf(message);
   }
   if (method === 'GET' || method === 'HEAD') return 'read';
   return isBatch(route, address) ? 'read-or-write' : 'write';

@@ -15,6 +15,9 @@ export class KvpError extends Error {
   override name = 'KvpError';
 }
 
+/** More pieces than any OGC request has: a text with more is refused before it is decoded. */
+export const MAX_PAIRS = 200;
+
 /** The pairs of a query string (or of a form body: `form` trims trailing white space first, as MapServer does). */
 export function parseKvp(text: string, options: { form?: boolean } = {}): KvpPair[] {
   let bytes = toBytes(text);
@@ -23,18 +26,20 @@ export function parseKvp(text: string, options: { form?: boolean } = {}): KvpPai
     while (end > 0 && isCSpace(bytes[end - 1]!)) end -= 1;
     bytes = bytes.subarray(0, end);
   }
+  let pieces = 0;
+  for (let at = bytes.indexOf(0x26); at >= 0 && at < bytes.length - 1; at = bytes.indexOf(0x26, at + 1)) {
+    if (++pieces >= MAX_PAIRS) throw new KvpError(`more than ${MAX_PAIRS} parameters`);
+  }
   const pairs: KvpPair[] = [];
   let start = 0;
   // MapServer's loop ends at the end of the text: a trailing `&` makes no empty piece, `a&&b` does.
   while (start < bytes.length) {
     let end = bytes.indexOf(0x26, start);
     if (end < 0) end = bytes.length;
-    const decoded = unescape(bytes.subarray(start, end));
+    const decoded = decodePiece(bytes.subarray(start, end));
     start = end + 1;
-    const equals = decoded.indexOf(0x3d);
-    const name = equals < 0 ? decoded : decoded.subarray(0, equals);
-    const value = equals < 0 ? Buffer.alloc(0) : decoded.subarray(equals + 1);
-    pairs.push({ name: utf8(name), value: utf8(value) });
+    const equals = decoded.indexOf('=');
+    pairs.push(equals < 0 ? { name: decoded, value: '' } : { name: decoded.slice(0, equals), value: decoded.slice(equals + 1) });
   }
   return pairs;
 }
@@ -66,6 +71,27 @@ function hexValue(byte: number | undefined): number {
   if (byte >= 0x41 && byte <= 0x46) return byte - 0x41 + 10;
   if (byte >= 0x61 && byte <= 0x66) return byte - 0x61 + 10;
   return -1;
+}
+
+/**
+ * One piece as MapServer decodes it, as UTF-8 text. Splitting the decoded piece at its first `=`
+ * is the same on bytes and on text (`=` is one byte in UTF-8 and part of no other character).
+ * Pieces of ASCII whose every `%` starts an escape decode natively (decodeURIComponent refuses
+ * exactly the invalid UTF-8 we refuse); the others byte by byte.
+ */
+function decodePiece(piece: Buffer): string {
+  const ascii = piece.toString('latin1');
+  if (!/[^\x00-\x7f]|%(?![0-9A-Fa-f]{2})/.test(ascii)) {
+    let text: string;
+    try {
+      text = decodeURIComponent(ascii.replaceAll('+', ' '));
+    } catch {
+      throw new KvpError('a parameter is not valid UTF-8 once percent-decoded');
+    }
+    if (text.includes('\0')) throw new KvpError('a parameter holds a NUL byte (%00)');
+    return text;
+  }
+  return utf8(unescape(piece));
 }
 
 /** `+` to space, then `%XX` to its byte, one pass (a decoded `%` is not decoded again). */

@@ -118,6 +118,16 @@ function planXml(body: Buffer | undefined): OwsPlan {
   return { kind: 'xml', service: 'WFS', request: root.toLowerCase(), body };
 }
 
+/**
+ * A POSTed OGC request (form or XML) up to `maxBytes` (OWS_MAX_BODY_BYTES), checked before it is
+ * read at all: reading it is linear, and this bounds the time one request takes.
+ */
+export function checkBodySize(message: OwsMessage, maxBytes: number): void {
+  if (message.method === 'POST' && message.body && message.body.length > maxBytes) {
+    throw validationFailed('body', `an OGC request POSTed as a form or an XML document is at most ${maxBytes} bytes (the limit OWS_MAX_BODY_BYTES)`);
+  }
+}
+
 const DIMENSIONS = ['width', 'height'];
 
 /** WIDTH and HEIGHT of a drawing request, before MapServer sees them: whole numbers up to `maxSize`. */

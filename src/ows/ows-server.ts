@@ -6,7 +6,7 @@ import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, 
 import { locateMapServer, MapServerBusyError, MapServerPool, MapServerQueueTimeoutError, MapServerTimeoutError } from './mapserver-pool.js';
 import type { CgiResponse } from './fastcgi.js';
 import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-styles.js';
-import { checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
+import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
 import { libpqEnvironmentOf } from './libpq-environment.js';
 import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
 
@@ -39,7 +39,7 @@ export interface OwsServerDeps {
   postgis: boolean;
   /** The PostgreSQL server MapServer reads the collections from (null: PGlite, no OWS). */
   databaseUrl: string | null;
-  settings: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number };
+  settings: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
   /** The dataset's SLD styles (supplied by the datasets module through runtime.ts). */
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
 }
@@ -175,6 +175,7 @@ export class OwsServer {
   async handle(request: OwsRequest): Promise<OwsAnswer> {
     if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
     if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
+    checkBodySize(request, this.deps.settings.maxBodyBytes);
     const plan = planOwsRequest(request);
     if (plan.kind === 'refused') return headless(refusal(plan.service, plan.code, plan.locator, plan.text), request.method === 'HEAD');
     checkImageSize(plan, this.deps.settings.maxImageSize);

@@ -1,11 +1,11 @@
-import { XMLValidator } from 'fast-xml-parser';
-
 /**
  * What an OGC request POSTed as XML is: its root element (the operation) and that element's
- * attributes (`service`, `version`), read by a tokenizer of the prolog and the root's start tag,
- * after the whole body was checked to be one well-formed document. A document type declaration
- * (and with it any entity) is refused wherever it stands: MapServer's XML reader is not ours, and
- * no OGC request needs one.
+ * attributes (`service`, `version`), read by a tokenizer of the prolog and the root's start tag.
+ * A document type declaration (and with it any entity) is refused wherever it stands: MapServer's
+ * XML reader is not ours, and no OGC request needs one. The document must end with the root's end
+ * tag, so that a reader taking the last top-level element (GDAL's, in builds without libxml2)
+ * finds the same operation as one taking the first (libxml2 refuses a second root). Every check
+ * is a native scan or bounded to the document's head: the cost stays linear and small.
  */
 export interface XmlRequest {
   /** The root element's local name (`GetFeature`, `Transaction`, …). */
@@ -24,30 +24,53 @@ export function readXmlRequest(body: Buffer): XmlRequest {
     throw new XmlRequestError('the XML document must be UTF-8');
   }
   refuseDeclarations(body);
-  let text: string;
+  let head: string;
   try {
-    text = decoder.decode(body);
+    // The root's start tag lies in the head; a multi-byte character cut at its end is dropped.
+    head = decoder.decode(body.subarray(0, HEAD_BYTES), { stream: true });
   } catch {
     throw new XmlRequestError('the XML document is not valid UTF-8');
   }
-  const valid = XMLValidator.validate(text);
-  if (valid !== true) throw new XmlRequestError(`the XML document is not well-formed: ${valid.err.msg} (line ${valid.err.line})`);
-  return rootOf(text.replace(/^\uFEFF/, ''));
+  const bom = head.startsWith('\uFEFF');
+  const text = bom ? head.slice(1) : head;
+  const request = rootOf(text);
+  const selfClosedEnd = request.selfClosedAt === undefined ? undefined : (bom ? 3 : 0) + Buffer.byteLength(text.slice(0, request.selfClosedAt));
+  refuseTrailingContent(body, request.qualifiedName, selfClosedEnd);
+  return { root: request.root, attributes: request.attributes };
+}
+
+/** The root's start tag must end within the first 64 KiB. */
+const HEAD_BYTES = 64 * 1024;
+
+/** After the root element, white space only: the body's last tag is the root's end tag. */
+function refuseTrailingContent(body: Buffer, qualifiedName: string, selfClosedEnd: number | undefined): void {
+  let end = body.length;
+  while (end > 0 && (body[end - 1] === 0x20 || body[end - 1] === 0x09 || body[end - 1] === 0x0a || body[end - 1] === 0x0d)) end -= 1;
+  if (selfClosedEnd !== undefined) {
+    if (end > selfClosedEnd) throw new XmlRequestError('the XML document has content after its root element');
+    return;
+  }
+  const tail = body.subarray(Math.max(0, end - qualifiedName.length - 64), end).toString('latin1');
+  if (!new RegExp(`</${qualifiedName.replace(/[.]/g, '\\.')}[ \t\r\n]*>$`).test(tail)) {
+    throw new XmlRequestError(`the XML document must end with the root element's end tag </${qualifiedName}>`);
+  }
 }
 
 /**
  * `<!` opens a comment, a CDATA section, or a declaration (DOCTYPE, ENTITY, ELEMENT, ATTLIST…):
  * only the first two pass. Searched in the bytes, so it costs one native scan of the body.
  */
+const CDATA = Buffer.from('<![CDATA[');
+
 function refuseDeclarations(body: Buffer): void {
   for (let at = body.indexOf('<!'); at >= 0; at = body.indexOf('<!', at + 2)) {
-    if (body.subarray(at, at + 4).toString('latin1') === '<!--') {
+    if (body[at + 2] === 0x2d && body[at + 3] === 0x2d) {
       const end = body.indexOf('-->', at + 4);
       if (end < 0) throw new XmlRequestError('the XML document has an unclosed comment');
       at = end;
       continue;
     }
-    if (body.subarray(at, at + 9).toString('latin1') === '<![CDATA[') {
+    if (body.compare(CDATA, 0, CDATA.length, at, at + CDATA.length) === 0) {
       const end = body.indexOf(']]>', at + 9);
       if (end < 0) throw new XmlRequestError('the XML document has an unclosed CDATA section');
       at = end;
@@ -60,8 +83,14 @@ function refuseDeclarations(body: Buffer): void {
 const NAME = /[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?/y;
 const SPACE = /[ \t\r\n]*/y;
 
+interface Root extends XmlRequest {
+  qualifiedName: string;
+  /** Where a self-closed root's start tag ends (`/>`), in characters of the head. */
+  selfClosedAt?: number;
+}
+
 /** The first element's name and attributes, past the XML declaration, processing instructions and comments. */
-function rootOf(text: string): XmlRequest {
+function rootOf(text: string): Root {
   let at = 0;
   const skipSpace = () => {
     SPACE.lastIndex = at;
@@ -70,19 +99,25 @@ function rootOf(text: string): XmlRequest {
   };
   for (;;) {
     skipSpace();
-    if (text.startsWith('<?', at)) at = text.indexOf('?>', at + 2) + 2;
-    else if (text.startsWith('<!--', at)) at = text.indexOf('-->', at + 4) + 3;
-    else break;
-    // Checked well-formed above: both are closed.
+    const close = text.startsWith('<?', at) ? text.indexOf('?>', at + 2) + 2 : text.startsWith('<!--', at) ? text.indexOf('-->', at + 4) + 3 : -1;
+    if (close === -1) break;
+    if (close < 2) throw new XmlRequestError('the XML document\'s prolog is not closed within its first 64 KiB');
+    at = close;
   }
   if (text[at] !== '<') throw new XmlRequestError('the body is not an XML document');
   at += 1;
   const qualified = token(NAME);
   if (!qualified) throw new XmlRequestError('the XML document has no root element');
   const attributes: Record<string, string> = Object.create(null) as Record<string, string>;
+  let selfClosedAt: number | undefined;
   for (;;) {
     skipSpace();
-    if (text[at] === '>' || text.startsWith('/>', at)) break;
+    if (text[at] === '>') break;
+    if (text.startsWith('/>', at)) {
+      selfClosedAt = at + 2;
+      break;
+    }
+    if (at >= text.length) throw new XmlRequestError('the root element\'s start tag does not end within the document\'s first 64 KiB');
     const name = token(NAME);
     skipSpace();
     if (!name || text[at] !== '=') throw new XmlRequestError('the root element\'s attributes are malformed');
@@ -94,7 +129,7 @@ function rootOf(text: string): XmlRequest {
     attributes[name.slice(name.indexOf(':') + 1)] = unescapeAttribute(text.slice(at + 1, end));
     at = end + 1;
   }
-  return { root: qualified.slice(qualified.indexOf(':') + 1), attributes };
+  return { root: qualified.slice(qualified.indexOf(':') + 1), attributes, qualifiedName: qualified, selfClosedAt };
 
   function token(pattern: RegExp): string | undefined {
     pattern.lastIndex = at;

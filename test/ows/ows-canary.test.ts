@@ -177,6 +177,28 @@ describe('OWS: no caller-chosen SLD, URL or mapfile change reaches MapServer (ca
     assert.match(refused.body, /DOCTYPE/);
   });
 
+  test('bounded reading: a POSTed body beyond OWS_MAX_BODY_BYTES is 400 naming the limit, unread before authorization (an XML one counts as a write); more than 200 parameters is an exception report', async () => {
+    const max = t.ctx.config.ows.maxBodyBytes;
+    const big = `<wfs:GetFeature service="WFS" version="2.0.0" xmlns:wfs="http://www.opengis.net/wfs/2.0"><!-- ${'x'.repeat(max)} --></wfs:GetFeature>`;
+    const form = `${MAP}&FILTER=${'x'.repeat(max)}`;
+    const limited = (response: LightMyRequestResponse) => {
+      const problem = expectProblem(response, 400, 'VALIDATION_FAILED');
+      assert.match(problem.detail, /OWS_MAX_BODY_BYTES/);
+      assert.equal(problem.fieldErrors[0].field, 'body');
+    };
+    for (const [body, type] of [[big, 'text/xml'], [form, 'application/x-www-form-urlencoded']] as const) {
+      limited(await closed.request('POST', '', body, { 'content-type': type }));
+      expectHtml401(await closed.request('POST', '', body, { authorization: null, 'content-type': type }));
+    }
+    limited(await closed.request('POST', '', form, { authorization: `Bearer ${reader}`, 'content-type': 'application/x-www-form-urlencoded' }));
+    expectProblem(await closed.request('POST', '', big, { authorization: `Bearer ${reader}`, 'content-type': 'text/xml' }), 403, 'ACCESS_DENIED');
+    const many = await open.request('GET', `?${MAP}${'&x=1'.repeat(200)}`, undefined, { authorization: null });
+    assert.equal(many.statusCode, 400);
+    parseXml(many);
+    assert.match(many.body, /more than 200 parameters/);
+    assert.deepEqual(hits, []);
+  });
+
   test('MapServer\'s errors reach no client as it wrote them: no message page, version, build options, function names or paths', async () => {
     const answers = [
       await ogc(open, { SERVICE: 'WMS', VERSION: '1.3.0', REQUEST: 'GetCapabilities' }, { authorization: null }),
