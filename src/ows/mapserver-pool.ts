@@ -74,6 +74,10 @@ const DEPTH = 2;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How often a request whose connection was refused (nothing sent) is tried again, READY_RETRY_MS apart. */
+const CONNECT_ATTEMPTS = 50;
+const notConnected = (error: Error) => ['ECONNREFUSED', 'ENOENT', 'EAGAIN'].includes((error as NodeJS.ErrnoException).code ?? '');
+
 // Last resort so workers never outlive Node if stop() is skipped; 'exit' handlers must be synchronous.
 const liveChildren = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -89,6 +93,8 @@ interface Job {
   /** Runs while the job waits in its caller's line. */
   queueTimer: NodeJS.Timeout | null;
   waiting: boolean;
+  /** Connections refused before anything was sent (see settle). */
+  connectAttempts: number;
   resolve(r: CgiResponse): void;
   reject(e: Error): void;
 }
@@ -249,7 +255,7 @@ export class MapServerPool {
   run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs, signal?: AbortSignal, caller = ''): Promise<CgiResponse> {
     if (this.stopping) return Promise.reject(new MapServerFailedError('MapServer pool is stopped'));
     return new Promise((resolve, reject) => {
-      const job: Job = { params, body, timeoutMs, caller, queueTimer: null, waiting: false, resolve, reject };
+      const job: Job = { params, body, timeoutMs, caller, queueTimer: null, waiting: false, connectAttempts: 0, resolve, reject };
       this.queue.push(job);
       this.pump();
       if (job.waiting && this.queue.size > this.o.maxQueue && this.queue.remove(job)) {
@@ -418,6 +424,20 @@ export class MapServerPool {
   private settle(w: Worker, flight: InFlight, outcome: CgiResponse | Error): void {
     const at = w.jobs.indexOf(flight);
     if (at < 0) return; // already failed with its worker
+    if (outcome instanceof Error && notConnected(outcome) && flight.job.connectAttempts < CONNECT_ATTEMPTS) {
+      // spawn-fcgi's socket file exists from bind(), a moment before listen(): a connection refused
+      // then carried nothing to MapServer, so the request goes back to the front of its line.
+      w.jobs.splice(at, 1);
+      if (flight.timer) clearTimeout(flight.timer);
+      flight.conn.destroy();
+      this.queue.done(flight.job);
+      flight.job.connectAttempts += 1;
+      this.queue.push(flight.job, true);
+      const next = w.jobs[0];
+      if (next && !next.timer) this.startTimer(w, next);
+      setTimeout(() => this.pump(), READY_RETRY_MS).unref();
+      return;
+    }
     if (outcome instanceof Error) {
       // A broken exchange (the worker died, or spoke nonsense) leaves it in an unknown state:
       // a fresh process is the known-good one.
