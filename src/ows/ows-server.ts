@@ -44,7 +44,7 @@ export interface OwsServerDeps {
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
 }
 
-/** 503 for a request that waited its caller's queue timeout: the gateway adds Retry-After. */
+/** 503 for a request that waited its caller's queue timeout (or found the queue full): the gateway adds Retry-After. */
 export class OwsBusyError extends AppError {
   constructor(detail: string, readonly retryAfterSeconds: number) {
     super('SERVICE_UNAVAILABLE', detail);

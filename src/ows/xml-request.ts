@@ -17,8 +17,6 @@ export class XmlRequestError extends Error {
   override name = 'XmlRequestError';
 }
 
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
 export function readXmlRequest(body: Buffer): XmlRequest {
   if (body.length >= 2 && ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe))) {
     throw new XmlRequestError('the XML document must be UTF-8');
@@ -26,8 +24,9 @@ export function readXmlRequest(body: Buffer): XmlRequest {
   refuseDeclarations(body);
   let head: string;
   try {
-    // The root's start tag lies in the head; a multi-byte character cut at its end is dropped.
-    head = decoder.decode(body.subarray(0, HEAD_BYTES), { stream: true });
+    // The root's start tag lies in the head; a multi-byte character cut at its end is left out
+    // (streaming keeps it for a next call this fresh decoder never gets).
+    head = new TextDecoder('utf-8', { fatal: true }).decode(body.subarray(0, HEAD_BYTES), { stream: true });
   } catch {
     throw new XmlRequestError('the XML document is not valid UTF-8');
   }
