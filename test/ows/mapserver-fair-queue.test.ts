@@ -54,6 +54,9 @@ describe('MapServerPool: fair share between callers (real mapserv)', { skip: bin
     });
     pools.push(pool);
     await pool.start();
+    // Listening for sure (spawn-fcgi's socket file exists a moment before it listens, and a request
+    // refused then goes back to its line, which would change the orders compared below).
+    assert.equal((await pool.run(request('SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities'))).status, 200);
     return pool;
   };
   const request = (query: string) => ({
