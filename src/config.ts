@@ -52,6 +52,8 @@ const EnvSchema = Type.Object({
   OWS_MAX_PER_CALLER: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
   OWS_QUEUE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   OWS_MAX_IMAGE_SIZE: Type.Integer({ default: 4096, minimum: 64, maximum: 16_384 }),
+  // An OGC request POSTed as a form or an XML document (a GET's query string is bounded by the HTTP header limit).
+  OWS_MAX_BODY_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 33_554_432 }),
   // The MQTT broker: packet sizes before and after CONNACK, the CONNECT deadline, connection caps.
   MQTT_MAX_CONNECT_BYTES: Type.Integer({ default: 65_536, minimum: 1024, maximum: 16_777_216 }),
   MQTT_MAX_PACKET_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 268_435_455 }),
@@ -89,7 +91,7 @@ export interface Config {
    * request timeout; fair map work: requests running per caller, how long one may queue, the largest
    * WIDTH or HEIGHT.
    */
-  ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number };
+  ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
@@ -193,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ows: {
       workers: e.OWS_WORKERS, mapDir: e.OWS_MAP_DIR ?? null, timeoutMs: e.OWS_TIMEOUT_MS,
       maxPerCaller: e.OWS_MAX_PER_CALLER, queueTimeoutMs: e.OWS_QUEUE_TIMEOUT_MS, maxImageSize: e.OWS_MAX_IMAGE_SIZE,
+      maxBodyBytes: e.OWS_MAX_BODY_BYTES,
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },

@@ -17,7 +17,7 @@ import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { owsOperationOf } from '../ows/index.js';
+import { isOwsForm, owsOperationOf, OwsBusyError } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -84,7 +84,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
-  const operation = operationOf(request, route, address);
+  const operation = operationOf(request, route, address, ctx.config.ows.maxBodyBytes);
   const decision = decidePayloadAccess(request.caller, route, operation);
   switch (decision.outcome) {
     case 'unauthenticated':
@@ -118,14 +118,22 @@ async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppCo
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const clientGone = new AbortController();
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) clientGone.abort(); });
-  const answer = await ctx.ows.handle({
-    route: owsRouteOf(ctx, route),
-    signal: clientGone.signal,
-    method: request.method,
-    query: address.query,
-    body: Buffer.isBuffer(request.body) ? request.body : undefined,
-    contentType: request.headers['content-type'],
-  });
+  let answer;
+  try {
+    answer = await ctx.ows.handle({
+      route: owsRouteOf(ctx, route),
+      // MapServer's work is shared per caller: the token's subject, else the client's address.
+      caller: request.caller ? `sub:${request.caller.subject}` : `ip:${request.ip}`,
+      signal: clientGone.signal,
+      method: request.method,
+      query: address.query,
+      body: Buffer.isBuffer(request.body) ? request.body : undefined,
+      contentType: request.headers['content-type'],
+    });
+  } catch (error) {
+    if (error instanceof OwsBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
+    throw error;
+  }
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 
@@ -154,10 +162,15 @@ async function forwardToFeatureStore(
 
 
 /** What a payload request does. OGC requests say it themselves: an XML POST of GetMap reads, a WFS-T Transaction writes. */
-function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, maxOwsBodyBytes: number): PayloadOperation {
   const method = request.method;
   if (route?.standard === 'OWS' && address && !isCollectionsPath(address) && (method === 'GET' || method === 'HEAD' || method === 'POST')) {
-    return owsOperationOf({ method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] });
+    const message = { method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] };
+    // A body beyond its bound is not read before authorization (OwsServer.handle refuses it with
+    // 400 once the caller may know the API exists). Unread, an XML body counts as a write; a form
+    // is a key-value request, which MapServer serves for reads only.
+    if (message.body && message.body.length > maxOwsBodyBytes) return isOwsForm(message.contentType) ? 'read' : 'write';
+    return owsOperationOf(message);
   }
   if (method === 'GET' || method === 'HEAD') return 'read';
   return isBatch(route, address) ? 'read-or-write' : 'write';

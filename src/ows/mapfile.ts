@@ -24,7 +24,16 @@ export interface MapfileInput {
   stylesByLayer: ReadonlyMap<string, readonly string[]>;
   /** File names of each layer's GetFeatureInfo HTML template, beside the mapfile. */
   templates: { header: string; footer: string; layer: (collection: string) => string };
+  /** The largest WIDTH and HEIGHT MapServer draws (the gateway refuses larger ones before). */
+  maxImageSize: number;
 }
+
+/**
+ * The operations MapServer serves, per service (every other service, WCS, SOS, OGC API, stays off).
+ * The gateway allows no more (operations.ts); this holds even if it did.
+ */
+const WMS_REQUESTS = 'GetCapabilities GetMap GetFeatureInfo GetLegendGraphic GetStyles DescribeLayer';
+const WFS_REQUESTS = 'GetCapabilities DescribeFeatureType GetFeature GetPropertyValue ListStoredQueries DescribeStoredQueries';
 
 /** The projections GetMap and GetFeature are offered in besides each layer's own. */
 export const OFFERED_SRS = ['EPSG:4326', 'EPSG:3857', 'EPSG:4258', 'EPSG:3035', 'EPSG:25832', 'EPSG:25833', 'EPSG:31467'];
@@ -38,12 +47,15 @@ export const quote = (text: string) => `"${text.replace(/[\r\n]+/g, ' ').replace
 
 export function renderMapfile(input: MapfileInput): string {
   const onlineResource = `${input.publicBase}?`;
+  // SLD (by URL and SLD_BODY) is what draws the dataset's styles, and only the gateway sends one:
+  // a map without styles has it switched off altogether.
+  const sldEnabled = [...input.stylesByLayer.values()].some((names) => names.length > 0) ? 'true' : 'false';
   return `MAP
   NAME ${quote(input.alias)}
   EXTENT -180 -90 180 90
   UNITS DD
   SIZE 256 256
-  MAXSIZE 4096
+  MAXSIZE ${Math.trunc(input.maxImageSize)}
   IMAGECOLOR 255 255 255
   IMAGETYPE png
   PROJECTION "init=epsg:4326" END
@@ -60,7 +72,9 @@ export function renderMapfile(input: MapfileInput): string {
       "ows_title" ${quote(input.title)}
       "ows_onlineresource" ${quote(onlineResource)}
       "ows_srs" ${quote(OFFERED_SRS.join(' '))}
-      "ows_enable_request" "*"
+      "wms_enable_request" "${WMS_REQUESTS}"
+      "wfs_enable_request" "${WFS_REQUESTS}"
+      "wms_sld_enabled" "${sldEnabled}"
       "ms_enable_modes" "!*"
       "wfs_namespace_prefix" ${quote(input.slug)}
       "wfs_namespace_uri" ${quote(input.publicBase)}

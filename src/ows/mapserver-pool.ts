@@ -14,6 +14,10 @@ export interface MapServerPoolOptions {
   env: Record<string, string>;
   requestTimeoutMs: number;
   maxQueue: number;
+  /** Requests of one caller handed to MapServer at once (default: no limit); the rest wait in its own line. */
+  maxPerCaller?: number;
+  /** How long a request may wait in its caller's line before it fails with MapServerQueueTimeoutError (default: no limit). */
+  queueTimeoutMs?: number;
   log: {
     info(obj: object, msg: string): void;
     warn(obj: object, msg: string): void;
@@ -29,6 +33,9 @@ export class MapServerTimeoutError extends Error {
 }
 export class MapServerFailedError extends Error {
   override name = 'MapServerFailedError';
+}
+export class MapServerQueueTimeoutError extends Error {
+  override name = 'MapServerQueueTimeoutError';
 }
 
 function findOnPath(name: string, override: string | undefined): string | null {
@@ -67,6 +74,10 @@ const DEPTH = 2;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How often a request whose connection was refused (nothing sent) is tried again, READY_RETRY_MS apart. */
+const CONNECT_ATTEMPTS = 50;
+const notConnected = (error: Error) => ['ECONNREFUSED', 'ENOENT', 'EAGAIN'].includes((error as NodeJS.ErrnoException).code ?? '');
+
 // Last resort so workers never outlive Node if stop() is skipped; 'exit' handlers must be synchronous.
 const liveChildren = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -77,6 +88,13 @@ interface Job {
   params: Record<string, string>;
   body?: Buffer;
   timeoutMs: number;
+  /** Whose request this is: the fair share is counted per caller. */
+  caller: string;
+  /** Runs while the job waits in its caller's line. */
+  queueTimer: NodeJS.Timeout | null;
+  waiting: boolean;
+  /** Connections refused before anything was sent (see settle). */
+  connectAttempts: number;
   resolve(r: CgiResponse): void;
   reject(e: Error): void;
 }
@@ -103,12 +121,95 @@ interface Worker {
   replacing: boolean;
 }
 
+/**
+ * Waiting requests, one line per caller, served round-robin: the caller whose turn it is gives its
+ * oldest request, unless it already has its share running. So one caller's backlog never delays
+ * another caller's request by more than the requests already running.
+ */
+class FairQueue {
+  private readonly lines = new Map<string, Job[]>();
+  /** Callers with waiting jobs, in turn order. */
+  private turns: string[] = [];
+  private readonly running = new Map<string, number>();
+  size = 0;
+
+  constructor(private readonly maxPerCaller: number) {}
+
+  push(job: Job, front = false): void {
+    const line = this.lines.get(job.caller);
+    if (line) {
+      if (front) line.unshift(job);
+      else line.push(job);
+    } else {
+      this.lines.set(job.caller, [job]);
+      if (front) this.turns.unshift(job.caller);
+      else this.turns.push(job.caller);
+    }
+    this.size += 1;
+    job.waiting = true;
+  }
+
+  /** Takes `job` out of its line (it timed out, or its client went away); false when it is no longer waiting. */
+  remove(job: Job): boolean {
+    const line = this.lines.get(job.caller);
+    const at = line?.indexOf(job) ?? -1;
+    if (at < 0) return false;
+    line!.splice(at, 1);
+    this.size -= 1;
+    job.waiting = false;
+    if (line!.length === 0) this.drop(job.caller);
+    return true;
+  }
+
+  /** The next job to hand to MapServer, counted as running; undefined when every waiting caller has its share running. */
+  next(): Job | undefined {
+    for (let i = 0; i < this.turns.length; i += 1) {
+      const caller = this.turns[i]!;
+      if ((this.running.get(caller) ?? 0) >= this.maxPerCaller) continue;
+      const line = this.lines.get(caller)!;
+      const job = line.shift()!;
+      this.size -= 1;
+      job.waiting = false;
+      // Its turn is used: it goes to the back, or out when it has nothing more waiting.
+      this.turns.splice(i, 1);
+      if (line.length > 0) this.turns.push(caller);
+      else this.lines.delete(caller);
+      this.running.set(caller, (this.running.get(caller) ?? 0) + 1);
+      return job;
+    }
+    return undefined;
+  }
+
+  /** A job handed out by next() finished (or went back to its line). */
+  done(job: Job): void {
+    const left = (this.running.get(job.caller) ?? 1) - 1;
+    if (left > 0) this.running.set(job.caller, left);
+    else this.running.delete(job.caller);
+  }
+
+  drain(): Job[] {
+    const all = [...this.lines.values()].flat();
+    for (const job of all) job.waiting = false;
+    this.lines.clear();
+    this.turns = [];
+    this.size = 0;
+    return all;
+  }
+
+  private drop(caller: string): void {
+    this.lines.delete(caller);
+    this.turns = this.turns.filter((name) => name !== caller);
+  }
+}
+
 export class MapServerPool {
   private readonly workers: Worker[] = [];
-  private readonly queue: Job[] = [];
+  private readonly queue: FairQueue;
   private stopping: Promise<void> | null = null;
 
-  constructor(private readonly o: MapServerPoolOptions) {}
+  constructor(private readonly o: MapServerPoolOptions) {
+    this.queue = new FairQueue(o.maxPerCaller ?? Number.POSITIVE_INFINITY);
+  }
 
   /** FastCGI connections opened over all workers: one per request. */
   get connects(): number {
@@ -138,27 +239,40 @@ export class MapServerPool {
     }
   }
 
+  /** Requests waiting in the callers' lines (for tests and health checks). */
+  get waiting(): number {
+    return this.queue.size;
+  }
+
   pids(): number[] {
     return this.workers.flatMap((w) => (w.child?.pid !== undefined ? [w.child.pid] : []));
   }
 
-  /** timeoutMs overrides requestTimeoutMs for this request (e.g. a generous one for big GetMaps). */
-  run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs, signal?: AbortSignal): Promise<CgiResponse> {
+  /**
+   * timeoutMs overrides requestTimeoutMs for this request (e.g. a generous one for big GetMaps);
+   * `caller` names whose request it is, for the fair share (maxPerCaller, round-robin).
+   */
+  run(params: Record<string, string>, body?: Buffer, timeoutMs = this.o.requestTimeoutMs, signal?: AbortSignal, caller = ''): Promise<CgiResponse> {
     if (this.stopping) return Promise.reject(new MapServerFailedError('MapServer pool is stopped'));
     return new Promise((resolve, reject) => {
-      const job: Job = { params, body, timeoutMs, resolve, reject };
-      const worker = this.workers.find((w) => w.ready && w.jobs.length === 0) ?? this.workers.find((w) => w.ready && w.jobs.length < DEPTH);
-      if (worker) this.dispatch(worker, job);
-      else if (this.queue.length >= this.o.maxQueue) reject(new MapServerBusyError('MapServer queue is full'));
-      else {
-        this.queue.push(job);
-        // A request whose client has gone is not drawn: under load, the queue holds only wanted work.
-        signal?.addEventListener('abort', () => {
-          const at = this.queue.indexOf(job);
-          if (at < 0) return;
-          this.queue.splice(at, 1);
-          reject(new MapServerFailedError('The client went away before MapServer took the request'));
-        }, { once: true });
+      const job: Job = { params, body, timeoutMs, caller, queueTimer: null, waiting: false, connectAttempts: 0, resolve, reject };
+      this.queue.push(job);
+      this.pump();
+      if (job.waiting && this.queue.size > this.o.maxQueue && this.queue.remove(job)) {
+        reject(new MapServerBusyError('MapServer queue is full'));
+        return;
+      }
+      const leave = (error: Error) => {
+        if (!this.queue.remove(job)) return;
+        if (job.queueTimer) clearTimeout(job.queueTimer);
+        job.queueTimer = null;
+        reject(error);
+      };
+      // A request whose client has gone is not drawn: under load, the queue holds only wanted work.
+      signal?.addEventListener('abort', () => leave(new MapServerFailedError('The client went away before MapServer took the request')), { once: true });
+      if (this.o.queueTimeoutMs !== undefined && job.waiting) {
+        const waitMs = this.o.queueTimeoutMs;
+        job.queueTimer = setTimeout(() => leave(new MapServerQueueTimeoutError(`waited ${waitMs} ms for MapServer`)), waitMs);
       }
     });
   }
@@ -189,7 +303,10 @@ export class MapServerPool {
   }
 
   private async shutdown(): Promise<void> {
-    for (const job of this.queue.splice(0)) job.reject(new MapServerFailedError('MapServer pool is stopping'));
+    for (const job of this.queue.drain()) {
+      if (job.queueTimer) clearTimeout(job.queueTimer);
+      job.reject(new MapServerFailedError('MapServer pool is stopping'));
+    }
     await Promise.all(
       this.workers.map(async (w) => {
         if (w.respawnTimer) clearTimeout(w.respawnTimer);
@@ -268,12 +385,16 @@ export class MapServerPool {
     w.respawnTimer = setTimeout(() => void this.spawnWorker(w), delay);
   }
 
+  /** Hands waiting requests to free places, idle workers first, then workers' backlogs. */
   private pump(): void {
-    for (let depth = 1; depth <= DEPTH; depth++) {
-      for (const w of this.workers) {
-        if (!this.queue.length) return;
-        if (w.ready && w.jobs.length < depth) this.dispatch(w, this.queue.shift()!);
-      }
+    while (this.queue.size > 0) {
+      const worker = this.workers.find((w) => w.ready && w.jobs.length === 0) ?? this.workers.find((w) => w.ready && w.jobs.length < DEPTH);
+      if (!worker) return;
+      const job = this.queue.next();
+      if (!job) return;
+      if (job.queueTimer) clearTimeout(job.queueTimer);
+      job.queueTimer = null;
+      this.dispatch(worker, job);
     }
   }
 
@@ -303,6 +424,20 @@ export class MapServerPool {
   private settle(w: Worker, flight: InFlight, outcome: CgiResponse | Error): void {
     const at = w.jobs.indexOf(flight);
     if (at < 0) return; // already failed with its worker
+    if (outcome instanceof Error && notConnected(outcome) && flight.job.connectAttempts < CONNECT_ATTEMPTS) {
+      // spawn-fcgi's socket file exists from bind(), a moment before listen(): a connection refused
+      // then carried nothing to MapServer, so the request goes back to the front of its line.
+      w.jobs.splice(at, 1);
+      if (flight.timer) clearTimeout(flight.timer);
+      flight.conn.destroy();
+      this.queue.done(flight.job);
+      flight.job.connectAttempts += 1;
+      this.queue.push(flight.job, true);
+      const next = w.jobs[0];
+      if (next && !next.timer) this.startTimer(w, next);
+      setTimeout(() => this.pump(), READY_RETRY_MS).unref();
+      return;
+    }
     if (outcome instanceof Error) {
       // A broken exchange (the worker died, or spoke nonsense) leaves it in an unknown state:
       // a fresh process is the known-good one.
@@ -315,6 +450,7 @@ export class MapServerPool {
     if (flight.timer) clearTimeout(flight.timer);
     flight.conn.destroy();
     w.backoffMs = MIN_BACKOFF_MS;
+    this.queue.done(flight.job);
     flight.job.resolve(outcome);
     const next = w.jobs[0];
     if (next && !next.timer) this.startTimer(w, next);
@@ -331,13 +467,15 @@ export class MapServerPool {
       if (!flight) continue;
       if (flight.timer) clearTimeout(flight.timer);
       flight.conn.destroy();
+      this.queue.done(flight.job);
     }
     served?.job.reject(error);
     if (this.stopping) {
       for (const flight of waiting) flight.job.reject(new MapServerFailedError('MapServer pool is stopping'));
       return;
     }
-    this.queue.unshift(...waiting.map((flight) => flight.job));
+    // Back to the front of their callers' lines, in their order.
+    for (const flight of [...waiting].reverse()) this.queue.push(flight.job, true);
     this.pump();
   }
 }

@@ -3,11 +3,12 @@ import type { Database } from '../db/client.js';
 import { listCollections } from './collections.repo.js';
 import { MapDirectory } from './map-directory.js';
 import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, TEMPLATE_HEADER, withoutPlaceholder } from './mapfile.js';
-import { locateMapServer, MapServerBusyError, MapServerPool, MapServerTimeoutError } from './mapserver-pool.js';
+import { locateMapServer, MapServerBusyError, MapServerPool, MapServerQueueTimeoutError, MapServerTimeoutError } from './mapserver-pool.js';
 import type { CgiResponse } from './fastcgi.js';
 import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-styles.js';
-import { isForm, mapServerQuery, paramsOf, type OwsMessage } from './ows-request.js';
+import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
 import { libpqEnvironmentOf } from './libpq-environment.js';
+import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
 
 /** The part of a payload route the OWS server needs. */
 export interface OwsRoute {
@@ -21,6 +22,8 @@ export interface OwsRoute {
 
 export interface OwsRequest extends OwsMessage {
   route: OwsRoute;
+  /** Whose request this is (token subject, else client address): MapServer's work is shared fairly between callers. */
+  caller: string;
   /** Aborted when the client goes away: a request still queued for MapServer is then dropped. */
   signal?: AbortSignal;
 }
@@ -36,10 +39,27 @@ export interface OwsServerDeps {
   postgis: boolean;
   /** The PostgreSQL server MapServer reads the collections from (null: PGlite, no OWS). */
   databaseUrl: string | null;
-  settings: { workers: number; mapDir: string | null; timeoutMs: number };
+  settings: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
   /** The dataset's SLD styles (supplied by the datasets module through runtime.ts). */
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
 }
+
+/** 503 for a request that waited its caller's queue timeout (or found the queue full): the gateway adds Retry-After. */
+export class OwsBusyError extends AppError {
+  constructor(detail: string, readonly retryAfterSeconds: number) {
+    super('SERVICE_UNAVAILABLE', detail);
+  }
+}
+
+/**
+ * MapServer fetches an SLD by URL (and an SLD's external graphics) with libcurl, which takes its
+ * proxy from these variables when the request names none: pointed at port 0 every such fetch
+ * fails at once, without a packet sent. The gateway never passes a caller's SLD; this holds even
+ * if something did.
+ */
+export const NO_NETWORK: Record<string, string> = Object.fromEntries(
+  ['http_proxy', 'https_proxy', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'ftp_proxy'].map((name) => [name, 'http://127.0.0.1:0']),
+);
 
 export interface OwsLog { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void }
 
@@ -99,7 +119,7 @@ export class OwsServer {
   private poolReady(): Promise<MapServerPool> {
     this.starting ??= (async () => {
       this.directory = await MapDirectory.open(this.deps.settings.mapDir);
-      this.requestEnvironment = { MAPSERVER_CONFIG_FILE: this.directory.configFile, ...libpqEnvironmentOf(this.deps.databaseUrl!) };
+      this.requestEnvironment = { MAPSERVER_CONFIG_FILE: this.directory.configFile, ...NO_NETWORK, ...libpqEnvironmentOf(this.deps.databaseUrl!) };
       const pool = new MapServerPool({
         size: this.deps.settings.workers,
         runtimeDir: this.directory.root,
@@ -108,6 +128,8 @@ export class OwsServer {
         env: this.requestEnvironment,
         requestTimeoutMs: this.deps.settings.timeoutMs,
         maxQueue: 1000,
+        maxPerCaller: this.deps.settings.maxPerCaller,
+        queueTimeoutMs: this.deps.settings.queueTimeoutMs,
         log: this.log,
       });
       await pool.start();
@@ -122,6 +144,11 @@ export class OwsServer {
   /** MapServer's worker processes (for tests and health checks). */
   workerPids(): number[] {
     return this.pool?.pids() ?? [];
+  }
+
+  /** Requests waiting for a MapServer worker (for tests and health checks). */
+  waitingRequests(): number {
+    return this.pool?.waiting ?? 0;
   }
 
   /** MapServer's config file (null until the first OGC request started the pool). */
@@ -148,14 +175,19 @@ export class OwsServer {
   async handle(request: OwsRequest): Promise<OwsAnswer> {
     if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
     if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
+    checkBodySize(request, this.deps.settings.maxBodyBytes);
+    const plan = planOwsRequest(request);
+    if (plan.kind === 'refused') return headless(refusal(plan.service, plan.code, plan.locator, plan.text), request.method === 'HEAD');
+    checkImageSize(plan, this.deps.settings.maxImageSize);
     const pool = await this.poolReady().catch((error: Error) => {
       this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
       throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
     });
     const { alias, styles, empty, server } = await this.mapFor(request.route);
-    const query = mapServerQuery(paramsOf(request), alias, styles);
-    // A POSTed form is a GET in disguise; an XML body goes to MapServer as it came.
-    const xmlBody = request.method === 'POST' && !isForm(request.contentType) ? request.body ?? Buffer.alloc(0) : undefined;
+    const query = mapServerQuery(plan, alias, styles);
+    // A POSTed form is a GET in disguise; an XML body (checked by planOwsRequest) goes to MapServer as it came.
+    const xmlBody = plan.kind === 'xml' ? plan.body : undefined;
+    // Only what the gateway sets: no HTTP_* variable (MapServer would read HTTP_COOKIE as parameters).
     const params: Record<string, string> = {
       // libfcgi swaps a worker's environment for each request's parameters: libpq reads the database from these.
       ...this.requestEnvironment,
@@ -165,27 +197,33 @@ export class OwsServer {
       SERVER_PROTOCOL: 'HTTP/1.1',
       ...server,
     };
-    if (xmlBody) params.CONTENT_TYPE = request.contentType || 'text/xml';
+    if (xmlBody) params.CONTENT_TYPE = 'text/xml';
     let response: CgiResponse;
     try {
-      response = await pool.run(params, xmlBody, undefined, request.signal);
+      response = await pool.run(params, xmlBody, undefined, request.signal, request.caller);
     } catch (error) {
-      if (error instanceof MapServerBusyError) throw new AppError('SERVICE_UNAVAILABLE', 'MapServer is busy; try again');
+      if (error instanceof MapServerQueueTimeoutError) {
+        const waited = this.deps.settings.queueTimeoutMs;
+        throw new OwsBusyError(`Your map requests wait for MapServer: this one waited ${waited} ms behind your others (at most ${this.deps.settings.maxPerCaller} run at once per caller); try again later`, Math.max(1, Math.ceil(waited / 1000)));
+      }
+      if (error instanceof MapServerBusyError) throw new OwsBusyError('MapServer is busy; try again', 1);
       if (error instanceof MapServerTimeoutError) throw new AppError('UPSTREAM_TIMEOUT', `MapServer did not answer within ${this.deps.settings.timeoutMs} ms`);
       if (request.signal?.aborted) throw new AppError('UPSTREAM_UNAVAILABLE', 'The client went away before MapServer answered');
       this.log.warn({ err: { message: (error as Error).message } }, 'ows: MapServer failed on a request');
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }
     if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
-    return this.answerOf(response, request.method === 'HEAD');
+    return headless(this.answerOf(response, plan), request.method === 'HEAD');
   }
 
-  /** MapServer's answer as the client gets it: an exception report is a 400, storage failures are ours to hide. */
-  private answerOf(response: CgiResponse, headOnly: boolean): OwsAnswer {
-    const contentType = response.headers['content-type'] ?? 'application/octet-stream';
-    let status = response.status;
-    // MapServer's own HTML message page (no SERVICE to dispatch on) is an error too, though it says 200.
-    if (/text\/html/i.test(contentType) && response.body.subarray(0, 200).includes('MapServer Message') && status === 200) status = 400;
+  /**
+   * MapServer's answer as the client gets it. Its errors never pass as MapServer wrote them: an
+   * exception report is rewritten by the gateway (a 400; storage failures are ours to hide, a
+   * 503), its HTML message page and any other text where a map, a document or features were due
+   * become the gateway's exception report, and the version banner it puts in XML documents is cut.
+   */
+  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>): OwsAnswer {
+    const contentType = response.headers['content-type'] ?? '';
     if (isXml(response) && isExceptionReport(response.body)) {
       const text = response.body.toString('utf8');
       // A layer that cannot reach its table is a server fault; its message may name the database.
@@ -193,11 +231,17 @@ export class OwsServer {
         this.log.error({ mapserver: text.slice(0, 2000), stderr: response.stderr.slice(0, 2000) }, 'ows: MapServer could not read the storage');
         throw new AppError('SERVICE_UNAVAILABLE', 'The map server could not read this dataset\'s storage; try again later');
       }
-      if (status === 200) status = 400;
+      return rewriteExceptionReport(response.body);
+    }
+    const textual = /^text\/(?:html|plain)\b/i.test(contentType);
+    const featureInfo = plan.kind === 'kvp' && plan.request === 'getfeatureinfo';
+    if (response.status >= 300 || contentType === '' || (textual && (!featureInfo || response.body.subarray(0, 4096).includes('MapServer Message')))) {
+      this.log.warn({ status: response.status, contentType, mapserver: response.body.subarray(0, 500).toString('utf8') }, 'ows: MapServer answered an error page');
+      return rewriteMessagePage(response.body, plan.service);
     }
     const headers: Record<string, string> = { 'content-type': contentType };
     for (const name of ['content-disposition', 'cache-control']) if (response.headers[name]) headers[name] = response.headers[name]!;
-    return { status, headers, body: headOnly ? Buffer.alloc(0) : response.body };
+    return { status: 200, headers, body: isXml(response) ? withoutBanner(response.body) : response.body };
   }
 
   /** New aliases reach MapServer with fresh workers; reloads run one after another, never two at once. */
@@ -225,7 +269,7 @@ export class OwsServer {
     for (const collection of collections) templates[`${collection.name}.html`] = renderLayerTemplate(collection);
     const mapfile = renderMapfile({
       alias, slug: route.slug, title: route.slug, publicBase: route.publicBase, schema: route.schema, collections,
-      stylesByLayer: styles.namesByLayer,
+      stylesByLayer: styles.namesByLayer, maxImageSize: this.deps.settings.maxImageSize,
       templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
     });
     if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
@@ -243,7 +287,12 @@ export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${ro
 
 const isXml = (response: CgiResponse) => /xml/i.test(response.headers['content-type'] ?? '');
 
-function isExceptionReport(body: Buffer): boolean {
-  const head = body.subarray(0, 2048).toString('utf8');
-  return /<(?:[\w.-]+:)?(?:ServiceExceptionReport|ExceptionReport)[\s>]/.test(head);
+const headless = (answer: OwsAnswer, head: boolean): OwsAnswer => (head ? { ...answer, body: Buffer.alloc(0) } : answer);
+
+/** MapServer heads its XML documents with a comment naming its version and build options: cut from the head. */
+function withoutBanner(body: Buffer): Buffer {
+  const at = body.subarray(0, 4096).indexOf('<!-- MapServer version');
+  if (at < 0) return body;
+  const end = body.indexOf('-->', at);
+  return end < 0 ? body : Buffer.concat([body.subarray(0, at), body.subarray(end + 3)]);
 }

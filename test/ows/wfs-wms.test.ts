@@ -149,7 +149,7 @@ describe('WFS and WMS through the gateway (postgres, real MapServer)', { skip },
     assert.ok(decodePng(await legend('spring')).count(isGreen) > 10);
   });
 
-  test('invalid OGC requests answer MapServer\'s exception report with 400', async () => {
+  test('invalid OGC requests answer an OGC exception report with 400', async () => {
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'Dance' }, /ExceptionReport/],
       [{ SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'green-city:nothing' }, /ExceptionReport/],
@@ -163,10 +163,12 @@ describe('WFS and WMS through the gateway (postgres, real MapServer)', { skip },
       parseXml(response);
       assert.match(response.body, report);
     }
-    // Nothing to dispatch on: MapServer's own message page, as a 400 too.
+    // Nothing to dispatch on: the gateway's own exception report, never MapServer's message page.
     const bare = await ows.request('GET', '');
     assert.equal(bare.statusCode, 400);
-    assert.match(bare.body, /MapServer Message/);
+    parseXml(bare);
+    assert.match(bare.body, /MissingParameterValue/);
+    assert.doesNotMatch(bare.body, /MapServer/);
   });
 
   test('a caller cannot pick another map, an SLD URL or change the mapfile through parameters', async () => {
