@@ -53,7 +53,8 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   app.addHook('onRequestAbort', async (request) => {
     request.log.info('client closed the connection before the answer');
   });
-  installJsonBodies(app);
+  // The management API takes the data API's JSON depth too: no body of either needs more.
+  installJsonBodies(app, { maxDepth: ctx.config.dataApi.limits.jsonMaxDepth });
   installProblemHandlers(app);
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
 }

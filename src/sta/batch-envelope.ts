@@ -8,7 +8,8 @@ import type { StaRequest } from './types.js';
  * nothing and its 400 names the first field at fault (`requests[3].method`).
  */
 
-export const MAX_BATCH_REQUESTS = 1000;
+/** The contract's default for STA_BATCH_MAX_REQUESTS (`config.dataApi.limits.batchMaxRequests`). */
+export const DEFAULT_BATCH_MAX_REQUESTS = 1000;
 
 export interface BatchEntry {
   index: number;
@@ -46,11 +47,12 @@ export function pathPartOf(url: string, baseUrl: string): string {
   return rest.replace(/^v1\.1(\/|$)/, '').replace(/\/+$/, '');
 }
 
-export function parseBatchEnvelope(body: unknown, baseUrl: string): BatchEntry[] {
+export function parseBatchEnvelope(body: unknown, baseUrl: string, maxRequests = DEFAULT_BATCH_MAX_REQUESTS): BatchEntry[] {
   if (!isObject(body) || !Array.isArray(body['requests'])) throw validationFailed('requests', 'must be an array of requests');
   const requests = body['requests'] as unknown[];
-  if (requests.length > MAX_BATCH_REQUESTS) {
-    throw validationFailed('requests', `holds ${requests.length} requests; a batch takes at most ${MAX_BATCH_REQUESTS}`);
+  // Counted before any request is looked at: the envelope's own checks are linear in its length.
+  if (requests.length > maxRequests) {
+    throw validationFailed('requests', `holds ${requests.length} requests; a batch takes at most ${maxRequests} (limit batchMaxRequests)`);
   }
   const entries: BatchEntry[] = [];
   const requestIds = new Set<string>();

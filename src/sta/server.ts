@@ -3,6 +3,7 @@ import type { Database } from '../db/client.js';
 import type { QueryOptions, ResourcePath } from './query/ast.js';
 import { parseResourcePath } from './query/parse-path.js';
 import { parseQueryOptions } from './query/parse-options.js';
+import type { QueryLimits } from './query/limits.js';
 import { provisionStorage } from './storage.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
@@ -23,6 +24,15 @@ export interface StaServerDeps {
   maxTop?: number;
   /** Called after each commit for every entity created, updated or deleted (the MQTT extension listens). */
   onChange?: (change: Change) => void;
+  /**
+   * What one request may hold (`config.dataApi.limits`); absent: the contract's defaults. The
+   * requests of a `$batch` are each held to the same query limits as a request on its own.
+   */
+  limits?: StaLimits;
+}
+
+export interface StaLimits extends QueryLimits {
+  batchMaxRequests: number;
 }
 
 /**
@@ -72,7 +82,7 @@ export function createStaServer(deps: StaServerDeps): StaServer {
       const path = pathText === '' ? [] : parseResourcePath(pathText);
       // Options matter to reads only; a write ignores them rather than failing on them.
       const isRead = request.method === 'GET' || request.method === 'HEAD';
-      const options = isRead ? parseQueryOptions(request.query) : {};
+      const options = isRead ? parseQueryOptions(request.query, deps.limits) : {};
       const response = await dispatch(deps, normalized, path, options);
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;
