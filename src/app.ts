@@ -80,6 +80,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'a collection being the feature type `{slug}:{name}` and the layer `{name}`, drawn with the dataset\'s SLD styles (`STYLES=<style name>`); an invalid OGC request answers its exception report with 400;',
           'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE (an OGC request by its operation: an XML POST of GetFeature reads, a WFS-T Transaction writes); a rejected token answers 401 with an HTML page.',
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
+          `Payload limits (beyond one: 400 VALIDATION_FAILED naming it): JSON bodies nest at most ${ctx.config.dataApi.limits.jsonMaxDepth} levels; \`$filter\`/\`$orderby\`/\`$select\` at most ${ctx.config.dataApi.limits.expressionMaxBytes} bytes and ${ctx.config.dataApi.limits.expressionMaxDepth} levels; \`$expand\` at most ${ctx.config.dataApi.limits.expandMaxBytes} bytes and ${ctx.config.dataApi.limits.expandMaxDepth} levels; a \`$batch\` at most ${ctx.config.dataApi.limits.batchMaxRequests} requests.`,
         ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
