@@ -133,6 +133,11 @@ for (const kind of databaseKinds()) {
       const [batched] = await batch([{ id: 'ors', method: 'get', url: `Things?$filter=${encodeURIComponent(ors)}` }]);
       assert.equal(batched!.status, 200, JSON.stringify(batched).slice(0, 500));
       assert.deepEqual(batched!.body.value.map((x: Json) => x['@iot.id']), [south]);
+      // Nesting up to the limit, alternating and/or through parentheses: PostgreSQL follows it level by level.
+      const alternating = `${`id ge 0 and (id lt 0 or (`.repeat(30)}id eq ${north}${'))'.repeat(30)}`;
+      const alternatingAnswer = await sta.request('GET', filter(alternating));
+      assert.equal(alternatingAnswer.statusCode, 200, alternatingAnswer.body.slice(0, 500));
+      assert.deepEqual(alternatingAnswer.json().value.map((x: Json) => x['@iot.id']), [north]);
       const sum = (n: number) => `id${' add 0'.repeat(n)} eq ${north}`;
       const sixty = await sta.request('GET', filter(sum(60)));
       assert.equal(sixty.statusCode, 200, sixty.body.slice(0, 500));
