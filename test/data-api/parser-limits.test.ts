@@ -225,3 +225,38 @@ describe('the limits are settings (config.dataApi.limits), met where they are se
     expectLimit(await t.app.inject({ method: 'POST', url: '/v1/groups', headers: bearer(t.adminToken), payload: { name: uniqueName('deep'), x: { y: { z: {} } } } }), 'body', 'jsonMaxDepth');
   });
 });
+
+for (const kind of databaseKinds()) {
+  describe(`the largest settings the configuration accepts still answer, never 5xx (${kind})`, () => {
+    let t: TestApp;
+    let sta: PublishedDataset;
+    let id: number;
+    before(async () => {
+      t = await buildTestApp(kind, { STA_EXPRESSION_MAX_BYTES: '65536', STA_EXPRESSION_MAX_DEPTH: '200', STA_EXPAND_MAX_BYTES: '65536', STA_EXPAND_MAX_DEPTH: '64' });
+      sta = await publishStaDataset(t);
+      const created = await sta.request('POST', '/Things', thing('Only'));
+      assert.equal(created.statusCode, 201, created.body);
+      id = created.json()['@iot.id'];
+    });
+    after(() => t.close());
+
+    test('200 levels of each nesting shape and 64 KiB of a flat chain run on the database', async () => {
+      const shapes = {
+        not: `${'not '.repeat(198)}(id eq ${id})`,
+        parentheses: `${'('.repeat(200)}id eq ${id}${')'.repeat(200)}`,
+        alternating: `${'id ge 0 and (id lt 0 or ('.repeat(99)}id eq ${id}${'))'.repeat(99)}`,
+        arithmetic: `id${' add 0'.repeat(198)} eq ${id}`,
+        calls: `${'tolower('.repeat(198)}name${')'.repeat(198)} eq 'only'`,
+        // Two bound parameters every ten bytes: about 13,000, within PostgreSQL's 65,535.
+        flat: `${'1 eq 1 and '.repeat(5950)}id eq ${id}`,
+      };
+      for (const [shape, expression] of Object.entries(shapes)) {
+        assert.ok(Buffer.byteLength(expression) <= 65536, `${shape}: ${Buffer.byteLength(expression)} bytes`);
+        const answer = await sta.request('GET', filter(expression));
+        assert.equal(answer.statusCode, 200, `${shape}: ${answer.body.slice(0, 300)}`);
+        assert.deepEqual(answer.json().value.map((x: Json) => x['@iot.id']), [id], shape);
+      }
+      expectLimit(await sta.request('GET', filter(`${'not '.repeat(200)}(id eq ${id})`)), '$filter', 'expressionMaxDepth');
+    });
+  });
+}
