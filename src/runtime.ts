@@ -38,7 +38,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
-    const sta = createStaServer({ db, postgis, onChange: (change) => staChanges.announce(change) });
+    const sta = createStaServer({ db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change) });
     const ows = new OwsServer({
       db, postgis, databaseUrl: where.url, settings: config.ows,
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),

@@ -35,7 +35,7 @@ class GroupRolledBack extends Error {}
 
 export async function serveBatch(deps: StaServerDeps, request: StaRequest, serve: ServeWith): Promise<StaResponse> {
   if (request.method !== 'POST') throw new AppError('MALFORMED_REQUEST', '$batch takes POST only', { status: 405 });
-  const entries = parseBatchEnvelope(request.body, request.baseUrl);
+  const entries = parseBatchEnvelope(request.body, request.baseUrl, deps.limits?.batchMaxRequests);
   const state: BatchState = { answered: new Map(), failedGroups: new Set() };
   const responses: BatchResponse[] = [];
   for (let start = 0; start < entries.length;) {

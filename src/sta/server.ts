@@ -1,8 +1,10 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppError } from '../errors.js';
 import type { Database } from '../db/client.js';
 import type { QueryOptions, ResourcePath } from './query/ast.js';
 import { parseResourcePath } from './query/parse-path.js';
 import { parseQueryOptions } from './query/parse-options.js';
+import type { QueryLimits } from './query/limits.js';
 import { provisionStorage } from './storage.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
@@ -23,6 +25,15 @@ export interface StaServerDeps {
   maxTop?: number;
   /** Called after each commit for every entity created, updated or deleted (the MQTT extension listens). */
   onChange?: (change: Change) => void;
+  /**
+   * What one request may hold (`config.dataApi.limits`); absent: the contract's defaults. The
+   * requests of a `$batch` are each held to the same query limits as a request on its own.
+   */
+  limits?: StaLimits;
+}
+
+export interface StaLimits extends QueryLimits {
+  batchMaxRequests: number;
 }
 
 /**
@@ -59,6 +70,25 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
   }
 }
 
+/**
+ * An operation's requests served so that the operation gives the event loop back at least every
+ * `TURN_MS`: a `$batch` of a thousand requests that each fail in the parser never waits for I/O
+ * (an `await` of a settled promise runs on at once), and would otherwise hold every listener of the
+ * process for as long as all of them take together.
+ */
+const TURN_MS = 10;
+
+function takingTurns(serve: ServeWith): ServeWith {
+  let turnStarted = performance.now();
+  return async (inner, sub) => {
+    if (performance.now() - turnStarted > TURN_MS) {
+      await nextTurn();
+      turnStarted = performance.now();
+    }
+    return serve(inner, sub);
+  };
+}
+
 export function createStaServer(deps: StaServerDeps): StaServer {
   return {
     async handle(request) {
@@ -66,13 +96,13 @@ export function createStaServer(deps: StaServerDeps): StaServer {
       if (Object.hasOwn(OPERATIONS, pathText)) {
         const operation = OPERATIONS[pathText];
         if (!operation) throw new AppError('NOT_FOUND', `${pathText.slice(1)} is not served yet`);
-        return operation(deps, request, (inner, sub) => createStaServer(inner).handle(sub));
+        return operation(deps, request, takingTurns((inner, sub) => createStaServer(inner).handle(sub)));
       }
       const normalized = { ...request, path: pathText };
       const path = pathText === '' ? [] : parseResourcePath(pathText);
       // Options matter to reads only; a write ignores them rather than failing on them.
       const isRead = request.method === 'GET' || request.method === 'HEAD';
-      const options = isRead ? parseQueryOptions(request.query) : {};
+      const options = isRead ? parseQueryOptions(request.query, deps.limits) : {};
       const response = await dispatch(deps, normalized, path, options);
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;

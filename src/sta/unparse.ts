@@ -38,11 +38,21 @@ export function exprText(expr: Expr): string {
   switch (expr.kind) {
     case 'literal': return literal(expr);
     case 'property': return expr.path.join('/');
-    case 'binary': return `(${exprText(expr.left)} ${expr.op} ${exprText(expr.right)})`;
+    case 'binary': return `(${operandsOf(expr).map(exprText).join(` ${expr.op} `)})`;
     case 'not': return `not (${exprText(expr.operand)})`;
     case 'negate': return `-(${exprText(expr.operand)})`;
     case 'call': return `${expr.name}(${expr.args.map(exprText).join(',')})`;
   }
+}
+
+/** `a and b and c` as its three operands (a chain of one logical operator may be thousands long); any other operator's two. */
+function operandsOf(expr: Expr & { kind: 'binary' }): Expr[] {
+  if (expr.op !== 'and' && expr.op !== 'or') return [expr.left, expr.right];
+  const operands: Expr[] = [];
+  let node: Expr = expr;
+  for (; node.kind === 'binary' && node.op === expr.op; node = node.left) operands.push(node.right);
+  operands.push(node);
+  return operands.reverse();
 }
 
 /** The options as `name=value` pairs (values not yet percent-encoded). */

@@ -74,16 +74,28 @@ function compileExpr(ctx: Context, expr: Expr): Typed {
     case 'call':
       return compileCall(ctx, expr.name, expr.args.map((arg) => compileExpr(ctx, arg)), expr.pos);
     case 'binary': {
+      if (expr.op === 'and' || expr.op === 'or') return logical(ctx, expr, expr.op);
       const left = compileExpr(ctx, expr.left);
       const right = compileExpr(ctx, expr.right);
-      if (expr.op === 'and' || expr.op === 'or') {
-        const a = asBoolean(ctx, left), b = asBoolean(ctx, right);
-        return { type: 'boolean', sql: expr.op === 'and' ? sql`(${a} and ${b})` : sql`(${a} or ${b})`, pos: expr.pos };
-      }
       if (COMPARISONS.has(expr.op)) return { type: 'boolean', sql: compare(ctx, expr.op, left, right, expr.pos), pos: expr.pos };
       return arithmetic(ctx, expr.op, left, right, expr.pos);
     }
   }
+}
+
+/**
+ * `a and b and c …` as one flat list: the parser builds such a chain as a left-deep tree as long as
+ * the expression (thousands of operands fit in its byte limit), and neither this compiler's stack
+ * nor PostgreSQL's (`max_stack_depth`) should have to follow it one level per operand.
+ */
+function logical(ctx: Context, expr: Expr & { kind: 'binary' }, op: 'and' | 'or'): Typed {
+  const operands: Expr[] = [];
+  let node: Expr = expr;
+  for (; node.kind === 'binary' && node.op === op; node = node.left) operands.push(node.right);
+  operands.push(node);
+  operands.reverse();
+  const parts = operands.map((operand) => asBoolean(ctx, compileExpr(ctx, operand)));
+  return { type: 'boolean', sql: sql`(${sql.join(parts, op === 'and' ? sql` and ` : sql` or `)})`, pos: expr.pos };
 }
 
 function operator(op: BinaryOperator, a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<unknown> {

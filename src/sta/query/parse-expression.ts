@@ -1,6 +1,7 @@
 import type { BinaryOperator, Expr, OrderItem } from './ast.js';
 import { StaQueryError } from './errors.js';
 import { tokenize, type Token } from './lexer.js';
+import { DEFAULT_QUERY_LIMITS, limitExceeded } from './limits.js';
 
 /**
  * The `$filter` / `$orderby` expression grammar: a hand-written lexer and a Pratt parser. Hand
@@ -9,6 +10,13 @@ import { tokenize, type Token } from './lexer.js';
  *
  * Binding power, lowest first (OData 4.01 part 2, 5.1.1.1): or; and; not; the comparisons (which
  * do not chain); add sub; mul div mod; unary minus; primaries.
+ *
+ * Depth is bounded by `maxDepth` (STA_EXPRESSION_MAX_DEPTH) twice over, as the text is read, so
+ * that neither this parser nor the compiler nor PostgreSQL after it can be driven into a deep
+ * stack: the syntactic nesting (parentheses, `not`, unary minus, function calls) is what this
+ * parser recurses on, and the height of the tree is what the compiler and PostgreSQL recurse on.
+ * A chain of one logical operator (`a and b and c …`) counts as one level: the compiler emits it
+ * as one flat list, which PostgreSQL keeps flat too. Other operators chained (`1 add 1 add …`) nest.
  */
 
 const OR = 1, AND = 2, NOT = 3, COMPARISON = 4, ADDITIVE = 5, MULTIPLICATIVE = 6, UNARY = 7;
@@ -35,16 +43,16 @@ export const FUNCTION_ARITY: Record<string, readonly number[]> = {
 const KEYWORDS = new Set([...Object.keys(BINDING), 'not', 'asc', 'desc']);
 
 /** Parses a whole `$filter` value. `offset` places it inside a larger value (a nested `$expand`). */
-export function parseFilter(text: string, where = '$filter', offset = 0): Expr {
-  const parser = new ExpressionParser(tokenize(text, where, offset), where);
+export function parseFilter(text: string, where = '$filter', offset = 0, maxDepth = DEFAULT_QUERY_LIMITS.expressionMaxDepth): Expr {
+  const parser = new ExpressionParser(tokenize(text, where, offset), where, maxDepth);
   const expr = parser.expression(0);
   parser.expectEnd();
   return expr;
 }
 
 /** Parses `$orderby`: comma-separated expressions, each with an optional `asc` or `desc`. */
-export function parseOrderBy(text: string, where = '$orderby', offset = 0): OrderItem[] {
-  const parser = new ExpressionParser(tokenize(text, where, offset), where);
+export function parseOrderBy(text: string, where = '$orderby', offset = 0, maxDepth = DEFAULT_QUERY_LIMITS.expressionMaxDepth): OrderItem[] {
+  const parser = new ExpressionParser(tokenize(text, where, offset), where, maxDepth);
   const items: OrderItem[] = [];
   for (;;) {
     const expr = parser.expression(0);
@@ -56,9 +64,15 @@ export function parseOrderBy(text: string, where = '$orderby', offset = 0): Orde
   return items;
 }
 
+const isLogical = (op: BinaryOperator) => op === 'and' || op === 'or';
+
 class ExpressionParser {
   private i = 0;
-  constructor(private readonly tokens: Token[], private readonly where: string) {}
+  /** Syntactic nesting open at the current token. */
+  private nesting = 0;
+  /** Height of each inner node built so far (leaves are 1). */
+  private readonly heights = new WeakMap<Expr, number>();
+  constructor(private readonly tokens: Token[], private readonly where: string, private readonly maxDepth: number) {}
 
   expression(minBinding: number): Expr {
     let left = this.prefix();
@@ -71,7 +85,9 @@ class ExpressionParser {
       // Comparisons are parsed with their own power as the floor, so `a eq b eq c` stops after
       // `b`; the check below then rejects the second comparison instead of nesting it.
       const right = this.expression(binding);
-      left = { kind: 'binary', op, left, right, pos: token.pos };
+      const chained = isLogical(op) && left.kind === 'binary' && left.op === op;
+      const height = chained ? Math.max(this.height(left), this.height(right) + 1) : Math.max(this.height(left), this.height(right)) + 1;
+      left = this.built({ kind: 'binary', op, left, right, pos: token.pos }, height, token);
       const following = this.peek();
       if (binding === COMPARISON && following.kind === 'name' && BINDING[following.text as BinaryOperator] === COMPARISON) {
         this.fail(following, 'comparisons cannot be chained; use parentheses');
@@ -109,15 +125,15 @@ class ExpressionParser {
       case 'geometry':
         return { kind: 'literal', type: 'geometry', value: token.value, pos: token.pos };
       case '(': {
-        const inner = this.expression(0);
+        const inner = this.nested(token, () => this.expression(0));
         this.expect(')');
         return inner;
       }
       case '-': {
-        const operand = this.expression(UNARY);
+        const operand = this.nested(token, () => this.expression(UNARY));
         // `-5` is a number literal in OData, not an operation on one.
         if (operand.kind === 'literal' && operand.type === 'number') return { ...operand, value: -operand.value, pos: token.pos };
-        return { kind: 'negate', operand, pos: token.pos };
+        return this.built({ kind: 'negate', operand, pos: token.pos }, this.height(operand) + 1, token);
       }
       case 'name':
         return this.name(token);
@@ -128,7 +144,10 @@ class ExpressionParser {
 
   private name(token: Token): Expr {
     const text = token.text;
-    if (text === 'not') return { kind: 'not', operand: this.expression(NOT), pos: token.pos };
+    if (text === 'not') {
+      const operand = this.nested(token, () => this.expression(NOT));
+      return this.built({ kind: 'not', operand, pos: token.pos }, this.height(operand) + 1, token);
+    }
     if (this.peek().kind === '(') return this.call(token);
     if (text === 'true' || text === 'false') return { kind: 'literal', type: 'boolean', value: text === 'true', pos: token.pos };
     if (text === 'null') return { kind: 'literal', type: 'null', value: null, pos: token.pos };
@@ -143,15 +162,39 @@ class ExpressionParser {
     this.expect('(');
     const args: Expr[] = [];
     if (this.peek().kind !== ')') {
-      do args.push(this.expression(0));
-      while (this.skipComma());
+      this.nested(token, () => {
+        do args.push(this.expression(0));
+        while (this.skipComma());
+      });
     }
     this.expect(')');
     if (!arity!.includes(args.length)) {
       const expected = arity!.join(' or ');
       this.fail(token, `${name} takes ${expected} argument${expected === '1' ? '' : 's'}, not ${args.length}`);
     }
-    return { kind: 'call', name, args, pos: token.pos };
+    return this.built({ kind: 'call', name, args, pos: token.pos }, args.reduce((most, arg) => Math.max(most, this.height(arg)), 0) + 1, token);
+  }
+
+  /** Parses what `token` opens one level deeper, refusing a level beyond the limit before going down. */
+  private nested<T>(token: Token, parse: () => T): T {
+    if (++this.nesting > this.maxDepth) this.tooDeep(token);
+    const result = parse();
+    this.nesting--;
+    return result;
+  }
+
+  private built(expr: Expr, height: number, token: Token): Expr {
+    if (height > this.maxDepth) this.tooDeep(token);
+    this.heights.set(expr, height);
+    return expr;
+  }
+
+  private height(expr: Expr): number {
+    return this.heights.get(expr) ?? 1;
+  }
+
+  private tooDeep(token: Token): never {
+    throw limitExceeded(this.where, token.pos, 'expressionMaxDepth', `nests deeper than ${this.maxDepth} levels`);
   }
 
   private expect(kind: Token['kind']): void {

@@ -1,6 +1,7 @@
 import type { ExpandItem, QueryOptions } from './ast.js';
 import { StaQueryError } from './errors.js';
 import { parseFilter, parseOrderBy } from './parse-expression.js';
+import { checkBytes, DEFAULT_QUERY_LIMITS, limitExceeded, type QueryLimits } from './limits.js';
 
 /**
  * The query options of a SensorThings request. Option names are case-sensitive, as the standard
@@ -9,16 +10,23 @@ import { parseFilter, parseOrderBy } from './parse-expression.js';
  *
  * Values are decoded like a servlet container does (`+` is a space), so an unencoded `+01:00`
  * offset arrives as ` 01:00`; the lexer accepts that space inside a date-time literal.
+ *
+ * Each value is held to `limits` before it is parsed: its bytes first, then its depth as the
+ * parsers go (an `$expand` level at a time, an expression token by token), so the work stays
+ * linear in the text and no recursion goes deeper than a limit.
  */
 
 type OptionName = '$top' | '$skip' | '$count' | '$filter' | '$orderby' | '$select' | '$expand' | '$resultFormat';
 
 const OPTION_NAMES = new Set<string>(['$top', '$skip', '$count', '$filter', '$orderby', '$select', '$expand', '$resultFormat']);
 
-/** What an error inside a value should name, and where that value starts. */
-interface Site { where: string; offset: number }
+/**
+ * What an error inside a value should name, where that value starts, and the `$expand` levels
+ * above it (0 outside any `$expand`).
+ */
+interface Site { where: string; offset: number; limits: QueryLimits; expandLevel: number }
 
-export function parseQueryOptions(rawQuery: string): QueryOptions {
+export function parseQueryOptions(rawQuery: string, limits: QueryLimits = DEFAULT_QUERY_LIMITS): QueryOptions {
   const options: QueryOptions = {};
   const seen = new Set<string>();
   for (const pair of rawQuery.split('&')) {
@@ -31,7 +39,7 @@ export function parseQueryOptions(rawQuery: string): QueryOptions {
     if (!OPTION_NAMES.has(key)) throw new StaQueryError(key, 0, key, 'unknown query option');
     if (seen.has(key)) throw new StaQueryError(key, 0, key, 'the option is given more than once');
     seen.add(key);
-    applyOption(options, key as OptionName, value, { where: key, offset: 0 });
+    applyOption(options, key as OptionName, value, { where: key, offset: 0, limits, expandLevel: 0 });
   }
   return options;
 }
@@ -52,15 +60,32 @@ function applyOption(options: QueryOptions, name: OptionName, value: string, sit
       if (value !== 'true' && value !== 'false') fail(site, 0, value, "expected 'true' or 'false'");
       options.count = value === 'true';
       break;
-    case '$filter': options.filter = parseFilter(value, site.where, site.offset); break;
-    case '$orderby': options.orderBy = parseOrderBy(value, site.where, site.offset); break;
-    case '$select': options.select = parseSelect(value, site); break;
-    case '$expand': options.expand = parseExpand(value, site); break;
+    case '$filter':
+      checkExpressionBytes(value, site);
+      options.filter = parseFilter(value, site.where, site.offset, site.limits.expressionMaxDepth);
+      break;
+    case '$orderby':
+      checkExpressionBytes(value, site);
+      options.orderBy = parseOrderBy(value, site.where, site.offset, site.limits.expressionMaxDepth);
+      break;
+    case '$select':
+      checkExpressionBytes(value, site);
+      options.select = parseSelect(value, site);
+      break;
+    case '$expand':
+      // A nested `$expand` lies inside the outer value, which was held to the limit already.
+      if (site.expandLevel === 0) checkBytes(value, site.limits.expandMaxBytes, site.where, site.offset, 'expandMaxBytes');
+      options.expand = parseExpand(value, site);
+      break;
     case '$resultFormat':
       if (value !== 'dataArray') fail(site, 0, value, "the only result format is 'dataArray'");
       options.resultFormat = 'dataArray';
       break;
   }
+}
+
+function checkExpressionBytes(value: string, site: Site): void {
+  checkBytes(value, site.limits.expressionMaxBytes, site.where, site.offset, 'expressionMaxBytes');
 }
 
 function fail(site: Site, at: number, token: string, message: string): never {
@@ -89,7 +114,11 @@ function parseSelect(value: string, site: Site): string[] {
 
 const NAVIGATION_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\/[A-Za-z_][A-Za-z0-9_]*)*/;
 
-/** `A/B(opts),C`: the options in parentheses may hold further `$expand`s, to any depth. */
+/**
+ * `A/B(opts),C`: the options in parentheses may hold further `$expand`s, up to `expandMaxDepth`
+ * levels, each segment of a navigation path counting as one (`A/B` expands two levels). The
+ * depth is checked before an item's options are split, so each level scans the text once.
+ */
 function parseExpand(value: string, site: Site): ExpandItem[] {
   return splitTopLevel(value, ',', site).map(({ text, at }) => {
     const lead = text.length - text.trimStart().length;
@@ -99,10 +128,14 @@ function parseExpand(value: string, site: Site): ExpandItem[] {
     if (!path) fail(site, pos, item, item === '' ? 'a navigation property is expected' : 'invalid navigation property');
     const rest = item.slice(path!.length);
     const expand: ExpandItem = { path: path!.split('/'), options: {}, pos: site.offset + pos };
+    const level = site.expandLevel + expand.path.length;
+    if (level > site.limits.expandMaxDepth) {
+      throw limitExceeded(site.where, expand.pos, 'expandMaxDepth', `nests deeper than ${site.limits.expandMaxDepth} levels`);
+    }
     if (rest === '') return expand;
     if (!rest.startsWith('(') || !rest.endsWith(')')) fail(site, pos + path!.length, rest, "'(' with options expected after the navigation");
     const innerAt = pos + path!.length + 1;
-    expand.options = parseNestedOptions(rest.slice(1, -1), { where: site.where, offset: site.offset + innerAt });
+    expand.options = parseNestedOptions(rest.slice(1, -1), { ...site, offset: site.offset + innerAt, expandLevel: level });
     return expand;
   });
 }
@@ -119,7 +152,7 @@ function parseNestedOptions(text: string, site: Site): QueryOptions {
     if (eq < 0) fail(site, keyAt + key.length, '', "'=' expected");
     if (seen.has(key)) fail(site, keyAt, key, 'the option is given more than once');
     seen.add(key);
-    applyOption(options, key as OptionName, part.slice(eq + 1), { where: site.where, offset: site.offset + at + eq + 1 });
+    applyOption(options, key as OptionName, part.slice(eq + 1), { ...site, offset: site.offset + at + eq + 1 });
   }
   return options;
 }
