@@ -35,8 +35,15 @@ export function payloadAddressOf(request: FastifyRequest): PayloadAddress | null
   if (!UUID.test(datasetId)) return null;
   // `{base}/v1.1/…` is an alias of `{base}/…`, for clients that append the version.
   const withoutAlias = /^\/v1\.1(\/|$)/.test(rawRest) ? rawRest.slice('/v1.1'.length) : rawRest;
-  const trimmed = withoutAlias.replace(/\/+$/, '');
+  const trimmed = withoutTrailingSlashes(withoutAlias);
   return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawRest: trimmed, rawPath: rawRest, query: queryParts.join('?') };
+}
+
+/** Trailing slashes off, in linear time (the regular expression `/\/+$/` backtracks on a long run of slashes). */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
+  return path.slice(0, end);
 }
 
 function decode(text: string): string {

@@ -104,7 +104,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
           log.info({ topic: packet.topic, outcome: decision.outcome }, 'MQTT publish refused; closing the connection');
           return done(new Error('not authorized to write'));
         }
-        await createFromPublish(ctx.sta, dataApiUrl, decision.route, topic, packet.payload as Buffer, decision.rights, log);
+        await createFromPublish(ctx.sta, dataApiUrl, decision.route, topic, packet.payload as Buffer, decision.rights, log, ctx.config.dataApi.limits.jsonMaxDepth);
         // Never kept for later subscribers: what they get is the stored entity, not this message.
         packet.retain = false;
         done(null);

@@ -1,6 +1,7 @@
 import type { StaServer } from '../../sta/types.js';
 import { publicBaseOf, type PayloadRoute } from '../route-table.js';
 import type { StaTopic } from './topics.js';
+import { depthExceededAt } from '../../http/json-body.js';
 
 export interface PublishLog {
   info(details: object, message: string): void;
@@ -22,12 +23,17 @@ export async function createFromPublish(
   payload: Buffer,
   rights: { read: boolean; write: boolean },
   log: PublishLog,
+  /** The data API's JSON depth limit (DATA_API_JSON_MAX_DEPTH), for messages as for HTTP bodies. */
+  maxJsonDepth: number,
 ): Promise<void> {
   const where = { datasetId: route.datasetId, slug: route.slug, path: topic.path };
   if (topic.kind !== 'collection') return log.info(where, 'MQTT publish dropped: only an entity set or a navigation collection takes new entities');
+  const text = payload.toString('utf8');
+  // Checked before parsing, as HTTP bodies are: the SensorThings server walks the entity recursively.
+  if (depthExceededAt(text, maxJsonDepth) >= 0) return log.info(where, `MQTT publish dropped: the message nests deeper than ${maxJsonDepth} levels`);
   let body: unknown;
   try {
-    body = JSON.parse(payload.toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     return log.info(where, 'MQTT publish dropped: the message is not JSON');
   }
