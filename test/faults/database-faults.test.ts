@@ -22,7 +22,7 @@ function assertUnavailable(answer: Answer) {
   assert.match(String(answer.headers['retry-after']), /^\d+$/);
 }
 
-describe('database faults (postgres)', { skip: !POSTGRES && 'TEST_DATABASE_URL is not set' }, () => {
+describe('database faults (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, () => {
   let database: { url: string; drop: () => Promise<void> };
   let proxy: DatabaseProxy;
   const children: ChildServer[] = [];

@@ -27,7 +27,7 @@ function start(env: Record<string, string>, ports: Awaited<ReturnType<typeof ser
   return child;
 }
 
-describe('idempotency after kill -9 (postgres)', { skip: !POSTGRES && 'TEST_DATABASE_URL is not set' }, () => {
+describe('idempotency after kill -9 (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, () => {
   let database: { url: string; drop: () => Promise<void> };
   after(() => database?.drop());
 
