@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { bearer, createDatapool, expectProblem, grant, uniqueEmail, uniqueName } from '../helpers/factories.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The authorization matrix of datasets: for every operation, the permission it needs on the
@@ -60,9 +61,7 @@ for (const kind of databaseKinds()) {
       const { id } = await asAdmin('POST', '/v1/datasets', {
         name: uniqueName('Matrix'), description: 'd', datapoolId: pool.id, namedApis: [{ name: 'S', slug: 's', standard: 'STA' }],
       });
-      const settle = async () => {
-        for (let i = 0; i < 250 && (await asAdmin('GET', `/v1/datasets/${id}`)).pendingSagaType !== null; i++) await new Promise((r) => setTimeout(r, 20));
-      };
+      const settle = () => waitFor(async () => (await asAdmin('GET', `/v1/datasets/${id}`)).pendingSagaType === null, { what: `the saga of dataset ${id} to finish`, timeoutMs: 10_000 });
       await settle();
       if (state === 'READY') await asAdmin('POST', `/v1/datasets/${id}/stage`);
       if (state === 'AVAILABLE') {
