@@ -5,6 +5,7 @@ import {
   administratorsGroup, bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem,
   grant, permissionIds, uniqueEmail, uniqueName,
 } from '../helpers/factories.js';
+import { raceInDatabase } from '../helpers/race.js';
 
 /**
  * What the clients written against the platform's Spring backend send and read: users' `active`,
@@ -174,10 +175,10 @@ for (const kind of databaseKinds()) {
         const other = await createGroup(t);
         for (let round = 0; round < 20; round++) {
           const pool = await createDatapool(t);
-          const [deleted, created, replaced] = await Promise.all([
-            call('DELETE', `/v1/datapools/${pool.id}`),
-            call('POST', '/v1/assignments', { groupId: group.id, roleId: role.id, scopeType: 'DATAPOOL', scopeId: pool.id }),
-            call('PUT', `/v1/groups/${other.id}/assignments`, [{ roleId: role.id, scopeType: 'DATAPOOL', scopeId: pool.id }]),
+          const [deleted, created, replaced] = await raceInDatabase(t, 'datapools', [
+            () => call('DELETE', `/v1/datapools/${pool.id}`),
+            () => call('POST', '/v1/assignments', { groupId: group.id, roleId: role.id, scopeType: 'DATAPOOL', scopeId: pool.id }),
+            () => call('PUT', `/v1/groups/${other.id}/assignments`, [{ roleId: role.id, scopeType: 'DATAPOOL', scopeId: pool.id }]),
           ]);
           assert.equal(deleted.statusCode, 204, deleted.body);
           assert.ok([201, 400].includes(created.statusCode), created.body);
