@@ -77,7 +77,7 @@ for (const kind of databaseKinds()) {
       await assert.rejects(db.transaction().execute(async (trx) => {
         id = await enqueueSaga(trx, 'plain', crypto.randomUUID());
         throw new Error('the write that needed it failed');
-      }));
+      }), /the write that needed it failed/);
       assert.equal(await jobOf(db, id), undefined);
     });
 
