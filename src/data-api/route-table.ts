@@ -19,7 +19,11 @@ export interface PayloadRoute {
 export interface RouteTableOptions {
   /** PostgreSQL URL to LISTEN on (null: polling only, as on PGlite). */
   listenUrl: string | null;
-  /** How often the version is polled (default 500 ms: a release shows within 1 s without LISTEN). */
+  /**
+   * How often the version is polled (default 500 ms: a release shows within 1 s without LISTEN).
+   * 0: never, so that only NOTIFY (and the reload after a LISTEN reconnects) brings changes; a test
+   * of NOTIFY uses it, since polling would make it pass without NOTIFY working.
+   */
   pollMs?: number;
   log: ConnectionLog;
   /** Called after every reload with the routes now published (the OWS server drops maps of vanished routes). */
@@ -72,7 +76,7 @@ export class RouteTable {
       this.timer = setTimeout(() => void this.pollOnce().finally(() => { if (this.timer) poll(); }), pollMs);
       this.timer.unref();
     };
-    poll();
+    if (pollMs > 0) poll();
     if (this.options.listenUrl) {
       this.listener = listenForNotifications(this.options.listenUrl, 'gateway_routes', {
         onNotify: () => void this.reload(),

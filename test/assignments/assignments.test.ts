@@ -7,6 +7,7 @@ import {
   administratorsGroup, bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem,
   grant, permissionIds, seededRole, uniqueEmail, uniqueName,
 } from '../helpers/factories.js';
+import { raceInDatabase } from '../helpers/race.js';
 
 /** /v1/assignments: create with scope resolution, get, delete with the last-administrator guard, list filters, paging. */
 
@@ -197,17 +198,17 @@ for (const kind of databaseKinds()) {
         const outcomes: string[] = [];
         for (let i = 0; i < 8; i++) {
           const [role, group] = [await dataRole(), await createGroup(t)];
-          const [created, deleted] = await Promise.all([
-            request('POST', '/v1/assignments', { groupId: group.id, roleId: role.id }),
-            request('DELETE', `/v1/roles/${role.id}`),
+          const [created, deleted] = await raceInDatabase(t, 'roles', [
+            () => request('POST', '/v1/assignments', { groupId: group.id, roleId: role.id }),
+            () => request('DELETE', `/v1/roles/${role.id}`),
           ]);
           outcomes.push(`role ${created.statusCode}/${deleted.statusCode}`);
         }
         for (let i = 0; i < 8; i++) {
           const [role, group] = [await dataRole(), await createGroup(t)];
-          const [created, deleted] = await Promise.all([
-            request('POST', '/v1/assignments', { groupId: group.id, roleId: role.id }),
-            request('DELETE', `/v1/groups/${group.id}`),
+          const [created, deleted] = await raceInDatabase(t, 'groups', [
+            () => request('POST', '/v1/assignments', { groupId: group.id, roleId: role.id }),
+            () => request('DELETE', `/v1/groups/${group.id}`),
           ]);
           outcomes.push(`group ${created.statusCode}/${deleted.statusCode}`);
         }

@@ -2,10 +2,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { createGroup, createRole, createUser, uniqueName } from '../helpers/factories.js';
+import { raceInDatabase } from '../helpers/race.js';
 
 // Writes that lock several things (the tenant-administrator guard, groups, users, datapools)
 // take them in one order, so concurrent writes wait for each other instead of deadlocking
 // (PostgreSQL would abort one of them: a 500). PGlite has one connection and serialises anyway.
+// On PostgreSQL each pair is held behind a table lock of the test until both are inside the
+// database, so that every round is a real race (raceInDatabase).
 for (const kind of databaseKinds()) {
   describe(`lock order (${kind})`, () => {
     let t: TestApp;
@@ -20,9 +23,9 @@ for (const kind of databaseKinds()) {
       for (let i = 0; i < 15; i++) {
         const user = await createUser(t);
         const pool = (await t.app.inject({ method: 'POST', url: '/v1/datapools', headers: headers(), payload: { name: uniqueName('pool'), description: 'd', contactPersonId: user.id } })).json();
-        const responses = await Promise.all([
-          t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
-          t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { assignments: [{ groupId: group.id, roleId: role.id }] } }),
+        const responses = await raceInDatabase(t, 'datapools', [
+          () => t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
+          () => t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { assignments: [{ groupId: group.id, roleId: role.id }] } }),
         ]);
         statuses.push(...responses.map((response) => response.statusCode));
       }
@@ -35,9 +38,9 @@ for (const kind of databaseKinds()) {
       for (let i = 0; i < 15; i++) {
         const user = await createUser(t);
         const pool = (await t.app.inject({ method: 'POST', url: '/v1/datapools', headers: headers(), payload: { name: uniqueName('pool'), description: 'd' } })).json();
-        const responses = await Promise.all([
-          t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { contactPersonId: user.id } }),
-          t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
+        const responses = await raceInDatabase(t, 'datapools', [
+          () => t.app.inject({ method: 'PATCH', url: `/v1/datapools/${pool.id}`, headers: headers(), payload: { contactPersonId: user.id } }),
+          () => t.app.inject({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: headers() }),
         ]);
         statuses.push(...responses.map((response) => response.statusCode));
       }
@@ -50,9 +53,9 @@ for (const kind of databaseKinds()) {
       for (let i = 0; i < 15; i++) {
         const user = await createUser(t);
         const group = await createGroup(t);
-        const responses = await Promise.all([
-          t.app.inject({ method: 'PATCH', url: `/v1/groups/${group.id}`, headers: headers(), payload: { contactUserId: user.id } }),
-          t.app.inject({ method: 'PUT', url: `/v1/users/${user.id}/groups`, headers: headers(), payload: [group.id] }),
+        const responses = await raceInDatabase(t, 'groups', [
+          () => t.app.inject({ method: 'PATCH', url: `/v1/groups/${group.id}`, headers: headers(), payload: { contactUserId: user.id } }),
+          () => t.app.inject({ method: 'PUT', url: `/v1/users/${user.id}/groups`, headers: headers(), payload: [group.id] }),
         ]);
         statuses.push(...responses.map((response) => response.statusCode));
       }

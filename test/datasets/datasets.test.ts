@@ -8,6 +8,7 @@ import {
   bearer, createDatapool, createGroup, createRole, expectFieldError, expectProblem, grant, permissionIds, seededRole, uniqueEmail,
   uniqueName,
 } from '../helpers/factories.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** /v1/datasets: CRUD, named APIs, every row of the lifecycle table, the sagas, authorization, datapools. */
 
@@ -255,9 +256,7 @@ for (const kind of databaseKinds()) {
           assert.equal((await call('DELETE', `/v1/datasets/${id}`)).statusCode, 204);
           expectProblem(await call('GET', `/v1/datasets/${id}`), 404, 'NOT_FOUND');
         });
-        for (let i = 0; i < 250 && (await t.ctx.db.selectFrom('jobs').select('id').where('subject_id', '=', id).executeTakeFirst()); i++) {
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await waitFor(async () => !(await t.ctx.db.selectFrom('jobs').select('id').where('subject_id', '=', id).executeTakeFirst()), { what: `the CREATE saga of ${id} to end` });
         assert.equal(await schemaExists(id), false);
         assert.equal(await t.ctx.db.selectFrom('jobs').select('id').where('subject_id', '=', id).executeTakeFirst(), undefined);
       });

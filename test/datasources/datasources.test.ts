@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { requestsOf } from '../helpers/requests.js';
+import { CHECK_VIOLATION } from '../helpers/sql-states.js';
 import {
   createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName,
 } from '../helpers/factories.js';
@@ -306,7 +307,8 @@ for (const kind of databaseKinds()) {
         assert.equal(listed.totalElements, 1);
         // The check constraint refuses an assignment whose foreign key is not the one of its type.
         await assert.rejects(sql`insert into assignments (id, group_id, role_id, scope_type, scope_id, datastructure_id)
-          values (${randomUUID()}, ${group.id}, ${role.id}, 'DATASOURCE', ${source.id}, null)`.execute(t.ctx.db));
+          values (${randomUUID()}, ${group.id}, ${role.id}, 'DATASOURCE', ${source.id}, null)`.execute(t.ctx.db),
+        (error: { code?: string }) => error.code === CHECK_VIOLATION);
         await deleted(`/v1/datasources/${source.id}`);
         assert.equal((await t.ctx.db.selectFrom('assignments').select('id').where('scope_id', '=', source.id).execute()).length, 0);
         // And a direct delete in SQL takes them too: the foreign key cascades.

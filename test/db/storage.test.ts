@@ -11,6 +11,7 @@ import { createContext } from '../../src/runtime.js';
 import { buildApp } from '../../src/app.js';
 import type { AppContext } from '../../src/context.js';
 import { ADMIN_EMAIL, DEV_PASSWORD, databaseKinds, freshPostgresDatabase, testIdp, type DatabaseKind } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Storage as a running program sees it: data survives a restart on PGlite (DATA_DIR) and on
@@ -46,11 +47,8 @@ async function connectionsGone(url: string) {
   const admin = new pg.Client({ connectionString: process.env['TEST_DATABASE_URL'] });
   await admin.connect();
   try {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = $1', [name]);
-      if (rows[0]!.n === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(async () => (await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = $1', [name])).rows[0]!.n === 0,
+      { what: `every session on ${name} to close` });
   } finally {
     await admin.end();
   }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { freshPostgresDatabase } from '../helpers/test-app.js';
 import { adminToken, databaseProxy, eventually, request, serverPorts, startServer, type Answer, type ChildServer, type DatabaseProxy } from './harness.js';
@@ -22,7 +21,7 @@ function assertUnavailable(answer: Answer) {
   assert.match(String(answer.headers['retry-after']), /^\d+$/);
 }
 
-describe('database faults (postgres)', { skip: !POSTGRES && 'TEST_DATABASE_URL is not set' }, () => {
+describe('database faults (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, () => {
   let database: { url: string; drop: () => Promise<void> };
   let proxy: DatabaseProxy;
   const children: ChildServer[] = [];
@@ -60,24 +59,44 @@ describe('database faults (postgres)', { skip: !POSTGRES && 'TEST_DATABASE_URL i
       }
     };
     const clients = Array.from({ length: 12 }, client);
+    // Each round catches writes inside the database: a lock the test holds makes the server's inserts
+    // wait, and the backends running them are terminated while they wait. So every round terminates
+    // backends in the middle of a request, not only idle ones the pool might quietly replace.
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    const lockerPid: number = (await locker.query('select pg_backend_pid() as pid')).rows[0].pid;
     const admin = new pg.Client({ connectionString: POSTGRES });
     await admin.connect();
+    let terminated = 0;
     try {
       for (let round = 0; round < 4; round++) {
-        await sleep(400);
-        await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [databaseName]);
+        await locker.query('begin');
+        await locker.query('lock table groups in share mode');
+        const waiting = await eventually(`round ${round}: a write waiting on the lock`, 10_000, async () => {
+          const { rows } = await admin.query<{ pid: number }>(
+            `select pid from pg_stat_activity where datname = $1 and wait_event_type = 'Lock' and pid <> $2`, [databaseName, lockerPid]);
+          return rows.length > 0 ? rows.map((row) => row.pid) : undefined;
+        });
+        const { rows } = await admin.query<{ done: boolean }>('select pg_terminate_backend(pid) as done from unnest($1::int[]) as pid', [waiting]);
+        terminated += rows.filter((row) => row.done).length;
+        await locker.query('rollback');
+        // The next round starts once the server writes again (its pool has replaced the terminated backends).
+        const before = answers.length;
+        await eventually(`round ${round}: writes answered 201 again`, 10_000, () => (answers.slice(before).some((answer) => answer.status === 201) ? true : undefined));
       }
     } finally {
+      await locker.end();
       await admin.end();
     }
     writing = false;
     await Promise.all(clients);
 
     assert.equal(server.process.exitCode, null, 'the process is still running');
-    assert.ok(answers.length > 12, `answers: ${answers.length}`);
-    for (const answer of answers) {
-      if (answer.status !== 201) assertUnavailable(answer);
-    }
+    assert.ok(terminated >= 4, `backends terminated mid-request: ${terminated}`);
+    const unavailable = answers.filter((answer) => answer.status !== 201);
+    for (const answer of unavailable) assertUnavailable(answer);
+    assert.ok(unavailable.length >= 1, `a write whose backend was terminated answers 503; answers: ${answers.length}, all 201`);
+    assert.ok(answers.length > unavailable.length, 'writes succeeded between the terminations');
     const after = await request(`${server.apiUrl}/v1/groups`, { method: 'POST', token, body: { name: `after-${randomUUID()}`, memberIds: [me.body.id] } });
     assert.equal(after.status, 201, JSON.stringify(after.body));
     await server.kill();

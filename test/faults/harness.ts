@@ -207,6 +207,12 @@ export async function startDataApiBeside(t: TestApp, env: Record<string, string>
     DATABASE_URL: t.ctx.databaseUrl!, DEV_IDP: 'off', OIDC_ISSUER: `${t.idpUrl}/realms/${REALM}`,
     DATA_API_URL: url, LOG_LEVEL: 'warn', ...env,
   }, ports, 'data-api');
-  await eventually('the second data API to be ready', 15_000, async () => ((await request(`${url}/health/ready`)).status === 200 ? true : undefined));
+  try {
+    await eventually('the second data API to be ready', 30_000, async () => ((await request(`${url}/health/ready`)).status === 200 ? true : undefined));
+  } catch (error) {
+    // Nobody else holds the process yet: left running, its pipes would keep the test process alive for ever.
+    await server.kill();
+    throw error;
+  }
   return { server, url };
 }

@@ -7,6 +7,7 @@ import {
   administratorsGroup, bearer, createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem,
   grant, permissionIds, seededRole, uniqueEmail, uniqueName, type TestUser,
 } from '../helpers/factories.js';
+import { raceInDatabase } from '../helpers/race.js';
 
 /** /v1/groups: CRUD, members and contact, filters, replacement of assignments, deletes, access, idempotency. */
 
@@ -352,9 +353,9 @@ for (const kind of databaseKinds()) {
         const outcomes: string[] = [];
         for (let i = 0; i < 8; i++) {
           const user = await createUser(t);
-          const [created, deleted] = await Promise.all([
-            request('POST', '/v1/groups', { name: uniqueName('race'), memberIds: [user.id] }),
-            request('DELETE', `/v1/users/${user.id}`),
+          const [created, deleted] = await raceInDatabase(t, 'users', [
+            () => request('POST', '/v1/groups', { name: uniqueName('race'), memberIds: [user.id] }),
+            () => request('DELETE', `/v1/users/${user.id}`),
           ]);
           outcomes.push(`${created.statusCode}/${deleted.statusCode}`);
         }
@@ -367,10 +368,10 @@ for (const kind of databaseKinds()) {
           const role = await dataRole();
           const group = await createGroup(t, { memberIds: [(await createUser(t)).id] });
           await createAssignment(t, { groupId: group.id, roleId: role.id });
-          const [replaced, put, deleted] = await Promise.all([
-            request('PUT', `/v1/groups/${group.id}/assignments`, []),
-            request('PUT', `/v1/groups/${group.id}`, { name: group.name }),
-            request('DELETE', `/v1/groups/${group.id}`),
+          const [replaced, put, deleted] = await raceInDatabase(t, 'groups', [
+            () => request('PUT', `/v1/groups/${group.id}/assignments`, []),
+            () => request('PUT', `/v1/groups/${group.id}`, { name: group.name }),
+            () => request('DELETE', `/v1/groups/${group.id}`),
           ]);
           outcomes.push(`${replaced.statusCode}/${put.statusCode}/${deleted.statusCode}`);
         }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { TestApp } from './test-app.js';
 import { bearer, uniqueName } from './factories.js';
+import { waitFor } from './wait.js';
 
 type Json = Record<string, any>;
 export type PayloadMethod = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 'OPTIONS';
@@ -74,24 +75,29 @@ export async function publishDataset(t: TestApp, options: PublishOptions = {}): 
 /** A dataset with an STA named API, published (the SensorThings tests' starting point). */
 export const publishStaDataset = (t: TestApp, options: Omit<PublishOptions, 'standard'> = {}) => publishDataset(t, { ...options, standard: 'STA' });
 
-export async function waitForNoSaga(t: TestApp, datasetId: string): Promise<Json> {
-  for (let attempt = 0; attempt < 200; attempt++) {
+/** Polls until the dataset has no pending saga (or is gone); fails at once on a saga error, and on timeout. */
+export async function waitForNoSaga(t: TestApp, datasetId: string, timeoutMs = 10_000): Promise<Json> {
+  let last: Json = {};
+  return waitFor(async () => {
     const response = await t.app.inject({ method: 'GET', url: `/v1/datasets/${datasetId}`, headers: bearer(t.adminToken) });
-    const dataset = response.json();
-    if (response.statusCode === 404) return dataset;
-    assert.equal(dataset.sagaError ?? null, null, `saga failed: ${JSON.stringify(dataset.sagaError)}`);
-    if (!dataset.pendingSagaType) return dataset;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail(`the saga of dataset ${datasetId} did not finish in time`);
+    last = response.json();
+    if (response.statusCode === 404) return last;
+    assert.equal(last.sagaError ?? null, null, `saga failed: ${JSON.stringify(last.sagaError)}`);
+    return last.pendingSagaType ? undefined : last;
+  }, { what: `the saga of dataset ${datasetId} to finish`, timeoutMs, last: () => `pendingSagaType ${last.pendingSagaType}, status ${last.status}` });
 }
 
-/** Polls until the answer's status satisfies `done` (the route table follows changes within its poll period). */
+/**
+ * Polls until the answer's status satisfies `done` (the route table follows changes within its poll
+ * period, or at once on a NOTIFY) and answers that response; throws on timeout naming the last status.
+ */
 export async function waitForRoute(probe: () => Promise<LightMyRequestResponse>, done: (status: number) => boolean, timeoutMs = 3_000): Promise<LightMyRequestResponse> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const response = await probe();
-    if (done(response.statusCode) || Date.now() > deadline) return response;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  let last: LightMyRequestResponse | undefined;
+  return waitFor(async () => {
+    last = await probe();
+    return done(last.statusCode) ? last : undefined;
+  }, {
+    what: `the route's answer to change (${done.toString()})`, timeoutMs,
+    last: () => `${last?.statusCode} ${last?.body.slice(0, 200)}`,
+  });
 }

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -13,8 +15,25 @@ import type { AppContext } from '../../src/context.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
-/** Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI). */
-export const databaseKinds = (): DatabaseKind[] => (process.env['TEST_DATABASE_URL'] ? ['pglite', 'postgres'] : ['pglite']);
+let postgresVariantsNoted = false;
+
+/**
+ * Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI).
+ * Without it the file's PostgreSQL variants are never declared, so nothing would count them: one
+ * skipped test per file stands in for them, so that the run's summary says what did not run (and
+ * CI, which fails on any skip, cannot pass without PostgreSQL). Each test file runs in a process of
+ * its own, so "once per process" is once per file.
+ */
+export const databaseKinds = (): DatabaseKind[] => {
+  if (process.env['TEST_DATABASE_URL']) return ['pglite', 'postgres'];
+  if (!postgresVariantsNoted) {
+    postgresVariantsNoted = true;
+    // Named after the file: node reports the helper as the place of declaration (scripts/test.mjs groups these).
+    const file = process.argv[1] ? path.relative(process.cwd(), process.argv[1]) : 'this file';
+    test(`PostgreSQL variants of ${file}`, { skip: 'needs TEST_DATABASE_URL' }, () => {});
+  }
+  return ['pglite'];
+};
 
 export const DEV_PASSWORD = 'dev';
 export const ADMIN_EMAIL = 'admin@example.com';

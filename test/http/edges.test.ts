@@ -8,6 +8,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildApp } from '../../src/app.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { createLogger } from '../../src/logger.js';
+import { waitFor } from '../helpers/wait.js';
 
 // What the router and the HTTP parser refuse, before any route runs, still answers a problem
 // object on both listeners. Over a real socket: inject would bypass Node's HTTP parser.
@@ -129,10 +130,10 @@ describe('framework-level refusals over a real socket', () => {
       });
       socket.on('close', () => resolve());
     });
-    // Give the server the moment it needs to notice the closed connection and log it.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The server notices the closed connection a moment later: wait for its log line.
+    const noticed = () => lines.slice(before).some((line) => line['level'] === 30 && /closed the connection/.test(String(line['msg'])));
+    await waitFor(noticed, { what: 'the info line about the closed connection', last: () => JSON.stringify(lines.slice(before)) });
     const logged = lines.slice(before);
-    assert.ok(logged.some((line) => line['level'] === 30 && /closed the connection/.test(String(line['msg']))), JSON.stringify(logged));
     assert.deepEqual(logged.filter((line) => Number(line['level']) >= 50), []);
   });
 

@@ -9,6 +9,7 @@ import { openDatabase, type Database } from '../../src/db/client.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { enqueueSaga, SagaRunner, type Saga } from '../../src/jobs/saga-runner.js';
 import { databaseKinds, freshPostgresDatabase } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The saga runner: steps in order, one transaction each; failures retried with backoff and then
@@ -76,7 +77,7 @@ for (const kind of databaseKinds()) {
       await assert.rejects(db.transaction().execute(async (trx) => {
         id = await enqueueSaga(trx, 'plain', crypto.randomUUID());
         throw new Error('the write that needed it failed');
-      }));
+      }), /the write that needed it failed/);
       assert.equal(await jobOf(db, id), undefined);
     });
 
@@ -117,7 +118,7 @@ for (const kind of databaseKinds()) {
       runner.start();
       const id = await enqueueSaga(db, 'kicked', crypto.randomUUID());
       runner.kick();
-      for (let i = 0; i < 100 && (await jobOf(db, id)); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(async () => (await jobOf(db, id)) === undefined, { what: 'the kicked job to be done' });
       await runner.stop();
       assert.deepEqual(await marksOf(db, id), [0, 1, 2]);
     });

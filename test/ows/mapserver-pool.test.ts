@@ -166,7 +166,13 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
   test('spawn-fcgi -n execs mapserv in place: the pids are mapserv processes', { skip: process.platform !== 'linux' }, async () => {
     const pool = await startPool({ size: 1 });
     const [pid] = pool.pids();
+    // spawn-fcgi binds the socket before it execs, and the pool counts a worker ready once the socket
+    // exists: right after start() the process may still be spawn-fcgi. An answered request proves the
+    // exec has happened (spawn-fcgi itself speaks no FastCGI); the pid must then be mapserv, unchanged.
+    assert.equal((await pool.run(capabilities())).status, 200);
+    assert.deepEqual(pool.pids(), [pid], 'no other process took the worker\'s place');
     assert.equal(fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), 'mapserv');
+    assert.equal(fs.realpathSync(`/proc/${pid}/exe`), fs.realpathSync(binaries!.mapserv));
   });
 
   test('queue beyond maxQueue is refused with MapServerBusyError', async () => {
