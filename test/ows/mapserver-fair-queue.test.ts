@@ -2,44 +2,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { onePointMapFolder } from './one-point-map.js';
 import { locateMapServer, MapServerPool, MapServerQueueTimeoutError, type MapServerPoolOptions } from '../../src/ows/mapserver-pool.js';
 
 const binaries = locateMapServer();
 
-const mapfile = `MAP
-  NAME "m"
-  EXTENT -180 -90 180 90
-  SIZE 64 64
-  PROJECTION "init=epsg:4326" END
-  WEB
-    METADATA
-      "ows_enable_request" "*"
-      "ows_onlineresource" "http://example/ows?"
-      "ows_title" "m"
-      "ows_srs" "EPSG:4326"
-    END
-  END
-  LAYER
-    NAME "pts"
-    TYPE POINT
-    STATUS ON
-    PROJECTION "init=epsg:4326" END
-    METADATA "ows_title" "pts" END
-    FEATURE POINTS 10 50 END END
-    CLASS STYLE COLOR 255 0 0 SIZE 8 END END
-  END
-END
-`;
 
 describe('MapServerPool: fair share between callers (real mapserv)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
   let dir: string;
   const pools: MapServerPool[] = [];
   before(() => {
-    dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mapserv-fair-')));
-    fs.writeFileSync(path.join(dir, 'm.map'), mapfile);
-    fs.writeFileSync(path.join(dir, 'mapserver.conf'), `CONFIG\n  ENV\n    MS_MAP_PATTERN "^${dir}/"\n  END\n  MAPS\n    M "${dir}/m.map"\n  END\nEND\n`);
+    ({ dir } = onePointMapFolder('mapserv-fair-'));
   });
   after(async () => {
     await Promise.all(pools.map((pool) => pool.stop()));

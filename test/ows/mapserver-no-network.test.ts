@@ -6,37 +6,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { onePointMapFolder } from './one-point-map.js';
 import { locateMapServer, MapServerPool } from '../../src/ows/mapserver-pool.js';
 import { NO_NETWORK } from '../../src/ows/ows-server.js';
 
 const binaries = locateMapServer();
 
-const mapfile = `MAP
-  NAME "m"
-  EXTENT -180 -90 180 90
-  SIZE 64 64
-  PROJECTION "init=epsg:4326" END
-  WEB
-    METADATA
-      "ows_enable_request" "*"
-      "ows_onlineresource" "http://example/ows?"
-      "ows_title" "m"
-      "ows_srs" "EPSG:4326"
-    END
-  END
-  LAYER
-    NAME "pts"
-    TYPE POINT
-    STATUS ON
-    PROJECTION "init=epsg:4326" END
-    METADATA "ows_title" "pts" END
-    FEATURE POINTS 10 50 END END
-    CLASS STYLE COLOR 255 0 0 SIZE 8 END END
-  END
-END
-`;
 
 describe('MapServer fetches nothing from the network (real mapserv)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
   let dir: string;
@@ -53,9 +29,7 @@ describe('MapServer fetches nothing from the network (real mapserv)', { skip: bi
     canary.on('connection', () => hits.push('connection'));
     await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
     C = `http://127.0.0.1:${(canary.address() as AddressInfo).port}`;
-    dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mapserv-no-network-')));
-    fs.writeFileSync(path.join(dir, 'm.map'), mapfile);
-    fs.writeFileSync(path.join(dir, 'mapserver.conf'), `CONFIG\n  ENV\n    MS_MAP_PATTERN "^${dir}/"\n  END\n  MAPS\n    M "${dir}/m.map"\n  END\nEND\n`);
+    ({ dir } = onePointMapFolder('mapserv-no-network-'));
   });
   after(async () => {
     await Promise.all(pools.map((pool) => pool.stop()));
