@@ -74,7 +74,7 @@ export const REQUIRED_FOR_RELEASE: Record<ConnectorType, string[]> = {
 };
 
 /** Header names whose values are credentials: masked like passwords. */
-const isSecretHeader = (name: string) => /^(authorization|proxy-authorization|cookie)$/i.test(name) || /token|secret|key/i.test(name);
+export const isSecretHeader = (name: string) => /^(authorization|proxy-authorization|cookie)$/i.test(name) || /token|secret|key/i.test(name);
 
 export function isObject(value: unknown): value is Config {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
