@@ -213,6 +213,13 @@ for (const kind of databaseKinds()) {
         { Authorization: MASK, Cookie: MASK, 'X-Api-Key': MASK, Accept: 'application/json' });
       await assertOpened(sources);
       assert.equal(await openedSourceConfiguration(running!.ctx.db, running!.ctx.secrets, '00000000-0000-4000-8000-000000000000'), null);
+
+      // A password in the DSN's query string (libpq reads it there too) moves to `password` as well.
+      const inQuery = await ok('POST', '/v1/datasources', { name: uniqueName('S'), connectorType: 'SQL', configuration: { dsn: 'postgres://db/city?sslmode=require&password=q%2Bpw+x&application_name=a' } }, 201);
+      assert.deepEqual([inQuery.configuration.dsn, inQuery.configuration.password], ['postgres://db/city?sslmode=require&application_name=a', MASK]);
+      assert.ok(!JSON.stringify(await raw(inQuery.id)).includes('q%2Bpw'));
+      assert.match((await raw(inQuery.id))['password'], SEALED);
+      assert.equal((await opened(inQuery.id))['password'], 'q+pw x');
     });
 
     it('keeps a secret written back as ******** (the same sealed value, opening to the original); a new value is sealed anew', async () => {
