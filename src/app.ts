@@ -115,7 +115,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(mappingRoutes, { datasets });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
-    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 

@@ -96,6 +96,12 @@ export interface Config {
   ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
+  /**
+   * The keys that seal data source secrets at rest: `key` (SECRETS_KEY) seals and opens,
+   * `previousKey` (SECRETS_KEY_PREVIOUS) still opens during a rotation. Null `key`: a key generated
+   * at the first start and kept with the database.
+   */
+  secrets: { key: Buffer | null; previousKey: Buffer | null };
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
   oidc: { issuer: string; clientId: string; clientIds: string[] };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
@@ -200,10 +206,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBodyBytes: e.OWS_MAX_BODY_BYTES,
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
+    secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+// 32 bytes in base64 (standard or URL alphabet, padding optional): 43 characters, the last one
+// carrying 2 bits of padding (so it is one of these 16), then at most one `=`.
+const BASE64_32_BYTES = /^[A-Za-z0-9+/_-]{42}[AEIMQUYcgkosw048]=?$/;
+
+/**
+ * A key setting, checked outside the schema: the schema's messages quote the value, and a key
+ * must never reach a log. Null when unset.
+ */
+function parseSecretsKey(env: NodeJS.ProcessEnv, setting: 'SECRETS_KEY' | 'SECRETS_KEY_PREVIOUS'): Buffer | null {
+  const text = env[setting]?.trim();
+  if (!text) return null;
+  if (!BASE64_32_BYTES.test(text)) {
+    const decoded = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? `, which decodes to ${Buffer.from(text, 'base64').length} bytes` : ', which is not base64';
+    throw new ConfigError(`Invalid configuration: ${setting} must be 32 bytes in base64, such as the output of \`openssl rand -base64 32\` (got ${text.length} characters${decoded})`);
+  }
+  return Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
 }
 
 function parseMqttPort(value: string): number | null {

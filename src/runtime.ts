@@ -17,6 +17,8 @@ import { enablePostgis } from './db/postgis.js';
 import { createFeatureStore, OwsServer } from './ows/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
+import { resealDataSourceSecrets } from './modules/datasources/index.js';
+import { loadSecretKeyRing } from './db/secrets-keys.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -35,6 +37,10 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     await migrateToLatest(db);
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
+    // Secrets still in clear (rows from before sealing) or sealed with SECRETS_KEY_PREVIOUS are
+    // sealed with the current key before anything reads them; a value no key opens fails the start.
+    const secrets = await loadSecretKeyRing(db, config.secrets, where, log);
+    await resealDataSourceSecrets(db, secrets);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
@@ -45,7 +51,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges };
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -8,6 +8,7 @@ import { createLogger } from './logger.js';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createContext, DatabaseUnreachableError } from './runtime.js';
+import { DataSourceSecretError } from './modules/datasources/index.js';
 import { buildApp } from './app.js';
 import { buildDataApiApp } from './data-api/gateway.app.js';
 import { buildIdpApp } from './idp/idp.app.js';
@@ -217,7 +218,8 @@ async function main() {
     await state.starting;
   } catch (err) {
     if (state.stopping) return; // a shutdown is under way and reports on its own
-    if (err instanceof DatabaseUnreachableError) logger.fatal(err.message);
+    // Both name what to change (the database, a key setting) in one line; a stack would only bury it.
+    if (err instanceof DatabaseUnreachableError || err instanceof DataSourceSecretError) logger.fatal(err.message);
     else logger.fatal({ err }, 'start failed');
     await Promise.allSettled([...state.listeners, ...(state.idp ? [state.idp] : [])].map((listener) => listener.app.close()));
     await state.ctx?.db.destroy().catch(() => undefined);

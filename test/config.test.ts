@@ -15,6 +15,20 @@ function assertRejects(env: Record<string, string>, setting: string) {
 }
 
 describe('configuration', () => {
+  describe('secrets keys', () => {
+    it('are unset by default (a key is generated with the database)', () => {
+      assert.deepEqual(loadConfig({}).secrets, { key: null, previousKey: null });
+    });
+
+    it('take 32 bytes in base64, standard or URL alphabet, padded or not', () => {
+      const key = Buffer.from(Array.from({ length: 32 }, (_, i) => i * 7 + 250));
+      for (const text of [key.toString('base64'), key.toString('base64').replace(/=$/, ''), key.toString('base64url')]) {
+        const config = loadConfig({ SECRETS_KEY: text, SECRETS_KEY_PREVIOUS: text });
+        assert.deepEqual([config.secrets.key, config.secrets.previousKey], [key, key], text);
+      }
+    });
+  });
+
   describe('defaults', () => {
     const config = loadConfig({});
 
@@ -167,6 +181,22 @@ describe('configuration', () => {
     it('DEV_IDP other than on/off and DEV_IDP_TTL out of range', () => {
       assertRejects({ DEV_IDP: 'maybe' }, 'DEV_IDP');
       assertRejects({ DEV_IDP_TTL: '5' }, 'DEV_IDP_TTL');
+    });
+
+    it('SECRETS_KEY and SECRETS_KEY_PREVIOUS that are not 32 bytes of base64, without echoing the value', () => {
+      const cases = [
+        'not base64 at all!!',
+        Buffer.alloc(16, 7).toString('base64'), // 16 bytes
+        Buffer.alloc(33, 7).toString('base64'), // 33 bytes
+        Buffer.alloc(31, 7).toString('base64'), // 31 bytes
+        `${Buffer.alloc(32, 7).toString('base64').slice(0, 42)}B=`, // 32 bytes with stray bits in the last character
+      ];
+      for (const setting of ['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS']) {
+        for (const value of cases) {
+          assertRejects({ [setting]: value }, setting);
+          assert.throws(() => loadConfig({ [setting]: value }), (error: Error) => !error.message.includes(value), value);
+        }
+      }
     });
 
     it('does not echo a DATABASE_URL password in the error', () => {

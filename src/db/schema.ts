@@ -245,6 +245,13 @@ export interface GatewayRoutesView {
   upstream_url: string | null;
 }
 
+/** A key generated for data source secrets (PostgreSQL without SECRETS_KEY). */
+export interface SecretsKeysTable {
+  name: string;
+  key: Buffer;
+  created_at: Generated<Date>;
+}
+
 export interface DB {
   tenant: TenantTable;
   permissions: PermissionsTable;
@@ -268,6 +275,7 @@ export interface DB {
   data_sources: DataSourcesTable;
   data_source_datapools: DataSourceDatapoolsTable;
   gateway_routes: GatewayRoutesView;
+  secrets_keys: SecretsKeysTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { requestsOf } from '../helpers/requests.js';
 import { CHECK_VIOLATION } from '../helpers/sql-states.js';
+import { openedSourceConfiguration } from '../../src/modules/datasources/index.js';
 import {
   createAssignment, createDatapool, createGroup, createRole, createUser, expectFieldError, expectProblem, grant, permissionIds, uniqueEmail, uniqueName,
 } from '../helpers/factories.js';
@@ -33,6 +34,8 @@ for (const kind of databaseKinds()) {
     const newSource = (fields: Json = {}, token = t.adminToken) => ok('POST', '/v1/datasources', { name: uniqueName('Source'), connectorType: 'MQTT', ...fields }, 201, token);
     const stored = async (id: string) =>
       (await t.ctx.db.selectFrom('data_sources').select('configuration').where('id', '=', id).executeTakeFirstOrThrow()).configuration as Json;
+    /** The stored configuration with its secrets opened, as the pipeline runtime reads it (they are stored sealed). */
+    const opened = async (id: string) => (await openedSourceConfiguration(t.ctx.db, t.ctx.secrets, id))!.configuration as Json;
     /** An AVAILABLE version of an AVAILABLE structure (optionally in a datapool). */
     const availableVersion = async (datapoolId?: string) => {
       const structure = await ok('POST', '/v1/datastructures', { name: uniqueName('Structure'), ...(datapoolId ? { datapoolId } : {}) });
@@ -119,14 +122,14 @@ for (const kind of databaseKinds()) {
 
         // Written back as read: the stored secrets stay.
         await ok('PUT', `/v1/datasources/${source.id}`, { name: source.name, connectorType: 'HTTP', configuration: source.configuration });
-        assert.deepEqual(await stored(source.id), {
+        assert.deepEqual(await opened(source.id), {
           url: 'https://example.com', method: 'GET', interval: '60s', user: 'u', password: 'p1',
           headers: { Authorization: 'Bearer xyz', 'X-Api-Key': 'k1', Accept: 'application/json', 'x-auth-token': 't' },
         });
         await ok('PATCH', `/v1/datasources/${source.id}`, { configuration: { password: 'p2' } });
-        assert.equal((await stored(source.id))['password'], 'p2');
+        assert.equal((await opened(source.id))['password'], 'p2');
         await ok('PATCH', `/v1/datasources/${source.id}`, { configuration: { password: null } });
-        assert.equal((await stored(source.id))['password'], undefined);
+        assert.equal((await opened(source.id))['password'], undefined);
         assert.equal((await ok('GET', `/v1/datasources/${source.id}`)).configuration.password, null);
         // None stays none.
         const none = await ok('PATCH', `/v1/datasources/${source.id}`, { configuration: { password: MASK } });
@@ -135,16 +138,16 @@ for (const kind of databaseKinds()) {
         // Left out of a PUT: removed.
         const put = await ok('PUT', `/v1/datasources/${source.id}`, { name: source.name, connectorType: 'HTTP', configuration: { url: 'https://example.com' } });
         assert.deepEqual([put.configuration.password, put.configuration.headers], [null, {}]);
-        assert.equal((await stored(source.id))['password'], undefined);
+        assert.equal((await opened(source.id))['password'], undefined);
       });
 
       it('takes credentials out of a SQL dsn and fills user and password where not given', async () => {
         const source = await newSource({ connectorType: 'SQL', configuration: { driver: 'postgres', dsn: 'postgres://reader:s%40cret@db.example:5432/city?sslmode=require' } });
         assert.deepEqual([source.configuration.dsn, source.configuration.user, source.configuration.password], ['postgres://db.example:5432/city?sslmode=require', 'reader', MASK]);
-        assert.deepEqual([(await stored(source.id))['password'], (await stored(source.id))['user']], ['s@cret', 'reader']);
+        assert.deepEqual([(await opened(source.id))['password'], (await opened(source.id))['user']], ['s@cret', 'reader']);
         const given = await newSource({ connectorType: 'SQL', configuration: { dsn: 'postgres://a:b@h/db', user: 'explicit', password: 'pw' } });
         assert.equal(given.configuration.dsn, 'postgres://h/db');
-        assert.deepEqual([(await stored(given.id))['user'], (await stored(given.id))['password']], ['explicit', 'pw']);
+        assert.deepEqual([(await opened(given.id))['user'], (await opened(given.id))['password']], ['explicit', 'pw']);
         const plain = await newSource({ connectorType: 'SQL', configuration: { dsn: 'postgres://h/db', conn_max_idle: 0, conn_max_open: 10, conn_max_idle_time: '5m' } });
         assert.deepEqual([plain.configuration.dsn, plain.configuration.user, plain.configuration.conn_max_idle, plain.configuration.conn_max_open, plain.configuration.conn_max_idle_time],
           ['postgres://h/db', null, 0, 10, '5m']);

@@ -12,6 +12,7 @@ import * as gatewayRoutes from './0011_gateway_routes.js';
 import * as namedApiUpstream from './0012_named_api_upstream.js';
 import * as accessVersion from './0013_access_version.js';
 import * as accessVersionAtCommit from './0014_access_version_at_commit.js';
+import * as secretsKey from './0015_secrets_key.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0012_named_api_upstream': namedApiUpstream,
   '0013_access_version': accessVersion,
   '0014_access_version_at_commit': accessVersionAtCommit,
+  '0015_secrets_key': secretsKey,
 };

@@ -74,7 +74,7 @@ export const REQUIRED_FOR_RELEASE: Record<ConnectorType, string[]> = {
 };
 
 /** Header names whose values are credentials: masked like passwords. */
-const isSecretHeader = (name: string) => /^(authorization|proxy-authorization|cookie)$/i.test(name) || /token|secret|key/i.test(name);
+export const isSecretHeader = (name: string) => /^(authorization|proxy-authorization|cookie)$/i.test(name) || /token|secret|key/i.test(name);
 
 export function isObject(value: unknown): value is Config {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -96,18 +96,36 @@ function headersKeepingSecrets(written: Record<string, string>, stored: unknown)
 }
 
 /**
- * Takes credentials out of a URL-style DSN (`postgres://user:pw@host/db?sslmode=require`):
- * the DSN without them, and what they were (null when absent).
+ * Takes credentials out of a URL-style DSN (`postgres://user:pw@host/db?sslmode=require`, or
+ * `postgres://host/db?password=pw`, which libpq reads too): the DSN without them, and what they
+ * were (null when absent). Left in the DSN, a password would be answered and stored in clear.
  */
 function splitDsn(dsn: string): { dsn: string; user: string | null; password: string | null } {
-  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^@/?#]*)@(.*)$/is.exec(dsn);
-  if (!match) return { dsn, user: null, password: null };
-  const [, scheme, userinfo, rest] = match;
-  const colon = userinfo!.indexOf(':');
   const decode = (text: string) => { try { return decodeURIComponent(text); } catch { return text; } };
-  const user = decode(colon < 0 ? userinfo! : userinfo!.slice(0, colon));
-  const password = colon < 0 ? null : decode(userinfo!.slice(colon + 1));
-  return { dsn: `${scheme}${rest}`, user: user || null, password: password || null };
+  const decodeParam = (text: string) => decode(text.replace(/\+/g, ' '));
+  let user: string | null = null;
+  let password: string | null = null;
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^@/?#]*)@(.*)$/is.exec(dsn);
+  if (match) {
+    const [, scheme, userinfo, rest] = match;
+    const colon = userinfo!.indexOf(':');
+    user = decode(colon < 0 ? userinfo! : userinfo!.slice(0, colon)) || null;
+    password = colon < 0 ? null : decode(userinfo!.slice(colon + 1)) || null;
+    dsn = `${scheme}${rest}`;
+  }
+  const query = /^([a-z][a-z0-9+.-]*:\/\/[^?#]*)\?([^#]*)(#.*)?$/is.exec(dsn);
+  if (query) {
+    const [, head, params, fragment] = query;
+    const kept: string[] = [];
+    for (const param of params!.split('&')) {
+      const equals = param.indexOf('=');
+      const name = decodeParam(equals < 0 ? param : param.slice(0, equals)).toLowerCase();
+      if (name === 'password') password ??= (equals < 0 ? null : decodeParam(param.slice(equals + 1)) || null);
+      else kept.push(param);
+    }
+    dsn = `${head}${kept.length > 0 ? `?${kept.join('&')}` : ''}${fragment ?? ''}`;
+  }
+  return { dsn, user, password };
 }
 
 /**

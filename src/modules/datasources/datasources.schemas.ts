@@ -11,7 +11,8 @@ const Description = Type.String({ maxLength: 4000 });
 
 const CONFIGURATION_DESCRIPTION = 'typed per connector (MQTT: urls, topics, qos, keepalive, connect_timeout, client_id, user, password, tls; '
   + 'SQL: driver, dsn, table, columns, where, prefix, suffix, init_statement, user, password, conn_max_idle_time, conn_max_life_time, conn_max_idle, conn_max_open; '
-  + 'HTTP: url, method, headers, interval, records_pointer, user, password). Members of other connectors are dropped; secrets read back as "********".';
+  + 'HTTP: url, method, headers, interval, records_pointer, user, password). Members of other connectors are dropped; secrets (password, headers named Authorization, Proxy-Authorization, Cookie or containing token, secret, key) '
+  + 'are stored encrypted (AES-256-GCM) and read back as "********"; writing "********" keeps the stored one.';
 
 export const DatapoolScope = Type.Object({
   type: ScopeTypeSchema,

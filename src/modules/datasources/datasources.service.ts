@@ -14,13 +14,16 @@ import type { Assignment } from '../assignments/assignments.schemas.js';
 import { pipelinesUsingDataSource } from '../pipelines/index.js';
 import { assertUsableVersion, versionSummaries } from '../datastructures/index.js';
 import { missingForRelease, readConfiguration, writeConfiguration } from './configuration.js';
+import { sealConfiguration } from './secrets.js';
+import type { SecretKeyRing } from '../../db/secrets.js';
 import {
   SOURCE_SORT_COLUMNS, deleteSourceRow, findSourcePage, insertSource, loadSourceRows, lockExistingDatapools, setSourceStatus, updateSourceRow,
   type DataSourceRow, type SourceValues,
 } from './datasources.repo.js';
 import type { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, DatapoolScopeInput } from './datasources.schemas.js';
 
-export interface SourcesContext { db: Database; tenantId: string }
+/** `secrets`: the key ring that seals passwords and secret headers before they are stored. */
+export interface SourcesContext { db: Database; tenantId: string; secrets: SecretKeyRing }
 
 const problemsError = (problems: FieldError[]) =>
   new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { fieldErrors: problems });
@@ -109,11 +112,16 @@ async function authorizePlacement(trx: Database, caller: Caller, tenantId: strin
 const sameScope = (a: { type: string; datapoolIds: string[] }, b: { type: string; datapoolIds: string[] }) =>
   a.type === b.type && [...a.datapoolIds].sort().join() === [...b.datapoolIds].sort().join();
 
-/** The configuration to store, or 400 naming every member in error. */
-function configured(connector: ConnectorType, written: unknown, base: Record<string, unknown>, stored: Record<string, unknown>) {
+/**
+ * The configuration to store, its secrets sealed, or 400 naming every member in error. `stored`
+ * is the configuration of `storedConnector` whose sealed secrets `********` keeps.
+ */
+function configured(
+  secrets: SecretKeyRing, connector: ConnectorType, written: unknown, base: Record<string, unknown>, storedConnector: ConnectorType, stored: Record<string, unknown>,
+) {
   const { configuration, problems } = writeConfiguration(connector, written, base, stored);
   if (problems.length > 0) throw problemsError(problems);
-  return configuration;
+  return sealConfiguration(secrets, connector, configuration, storedConnector, stored);
 }
 
 export async function createSource(ctx: SourcesContext, caller: Caller, actor: Actor, input: DataSourceInput): Promise<DataSource> {
@@ -123,7 +131,7 @@ export async function createSource(ctx: SourcesContext, caller: Caller, actor: A
     name: input.name,
     description: input.description ?? null,
     connectorType: input.connectorType,
-    configuration: configured(input.connectorType, input.configuration, {}, {}),
+    configuration: configured(ctx.secrets, input.connectorType, input.configuration, {}, input.connectorType, {}),
     dataStructureVersionId: input.dataStructureVersionId ?? null,
     scopeType: scope.type,
     datapoolIds: scope.datapoolIds,
@@ -167,8 +175,8 @@ export async function updateSource(
     const sameConnector = connectorType === current.connectorType;
     const stored = sameConnector ? current.configuration : {};
     const configuration = replace || !sameConnector
-      ? configured(connectorType, input.configuration, {}, stored)
-      : input.configuration === null ? {} : configured(connectorType, input.configuration, current.configuration, stored);
+      ? configured(ctx.secrets, connectorType, input.configuration, {}, current.connectorType, stored)
+      : input.configuration === null ? {} : configured(ctx.secrets, connectorType, input.configuration, current.configuration, current.connectorType, stored);
     const currentScope = { type: current.scopeType, datapoolIds: current.scopeType === 'SPECIFIC' ? current.datapoolIds : [] };
     const scope = input.datapoolScope !== undefined || replace ? scopeOf(input.datapoolScope) : currentScope;
     const scopeChanged = !sameScope(scope, currentScope);

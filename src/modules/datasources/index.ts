@@ -2,3 +2,4 @@
 export { dataSourceRoutes } from './datasources.routes.js';
 export type { SourcesContext } from './datasources.service.js';
 export { existingDataSourceIds } from './datasources.repo.js';
+export { openedSourceConfiguration, resealDataSourceSecrets, DataSourceSecretError } from './secrets.js';
