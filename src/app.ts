@@ -11,6 +11,7 @@ import { authentication, type AuthenticationOptions } from './http/authenticatio
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { registerHealthRoutes } from './http/health.js';
+import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
 import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
@@ -59,9 +60,10 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
 }
 
-/** The management API: /v1 resources, OpenAPI, Swagger UI and health. Never listens (tests inject). */
+/** The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests inject). */
 export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance']): Promise<FastifyInstance> {
   const app = Fastify(baseServerOptions(ctx, logger)).withTypeProvider<TypeBoxTypeProvider>();
+  countRequests(app, ctx.metrics, 'management');
   await installCommonPlumbing(app, ctx);
   await app.register(idempotency, { db: ctx.db });
 
@@ -95,6 +97,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerHealthRoutes(app, ctx.db);
+  registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
 
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
   app.addHook('onReady', async () => ctx.sagas.start());

@@ -7,6 +7,7 @@ import type { StaServer } from './sta/types.js';
 import type { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { FeatureStore } from './ows/types.js';
 import type { OwsServer } from './ows/ows-server.js';
+import type { Metrics } from './metrics/registry.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -28,4 +29,6 @@ export interface AppContext {
   ows: OwsServer;
   /** Committed SensorThings writes of every process, for the MQTT subscribers of the gateway. */
   staChanges: StaChangeFeed;
+  /** This process's metrics: both listeners count their requests here, GET /metrics serves them. */
+  metrics: Metrics;
 }

@@ -17,6 +17,7 @@ import { enablePostgis } from './db/postgis.js';
 import { createFeatureStore, OwsServer } from './ows/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
+import { Metrics } from './metrics/registry.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -45,7 +46,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges };
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, metrics: new Metrics(db) };
   } catch (error) {
     await db.destroy();
     throw error;
