@@ -85,6 +85,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
           'A caller who may write a dataset\'s payload but not read it gets 204 without a body for an update (PATCH, PUT; also inside `$batch` and in upstream mode); in upstream mode each `$batch` request is authorized on its own, as on our server.',
           'MQTT: a packet before CONNACK at most MQTT_MAX_CONNECT_BYTES, after it MQTT_MAX_PACKET_BYTES (else the connection closes); a client id held by another identity gets CONNACK 0x02; each message follows the subscriber\'s current rights.',
+          'Outside this document: `GET /health/live`, `GET /health/ready`, and `GET /metrics` (Prometheus text format; a bearer token equal to METRICS_TOKEN when that is set, else open).',
           `Payload limits (beyond one: 400 VALIDATION_FAILED naming it): JSON bodies nest at most ${ctx.config.dataApi.limits.jsonMaxDepth} levels; \`$filter\`/\`$orderby\`/\`$select\` at most ${ctx.config.dataApi.limits.expressionMaxBytes} bytes and ${ctx.config.dataApi.limits.expressionMaxDepth} levels; \`$expand\` at most ${ctx.config.dataApi.limits.expandMaxBytes} bytes and ${ctx.config.dataApi.limits.expandMaxDepth} levels; a \`$batch\` at most ${ctx.config.dataApi.limits.batchMaxRequests} requests.`,
         ].join('\n'),
       },

@@ -5,7 +5,8 @@ import { connectionCountsOf, type Database } from '../db/client.js';
 export type Listener = 'management' | 'data';
 
 /** What a pipeline did with a record, as the contract names the outcomes. */
-export type RecordOutcome = 'received' | 'written' | 'rejected' | 'skipped';
+export const RECORD_OUTCOMES = ['received', 'written', 'rejected', 'skipped'] as const;
+export type RecordOutcome = typeof RECORD_OUTCOMES[number];
 
 /** The label of a request no route matched: one series for every unknown path, never one per path. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -130,5 +131,11 @@ export class PipelineMetrics {
   /** A pipeline that stopped has no last-record age any more (its counters stay, as counters do). */
   stopped(pipeline: string): void {
     this.#lastRecordAt.delete(pipeline);
+  }
+
+  /** A deleted pipeline leaves no series behind (the label set stays as small as the pipelines). */
+  deleted(pipeline: string): void {
+    this.stopped(pipeline);
+    for (const outcome of RECORD_OUTCOMES) this.#records.remove({ pipeline, outcome });
   }
 }

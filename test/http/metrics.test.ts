@@ -83,6 +83,7 @@ for (const kind of databaseKinds()) {
       const openapi = await t.app.inject({ method: 'GET', url: '/openapi.json' });
       assert.equal(openapi.statusCode, 200);
       assert.deepEqual(Object.keys(openapi.json().paths).filter((path) => !path.startsWith('/v1/')), []);
+      assert.match(openapi.json().info.description, /`GET \/metrics` \(Prometheus text format; a bearer token equal to METRICS_TOKEN/);
     });
 
     test('a request to /v1/datasets/{uuid} is counted under the route pattern /v1/datasets/:id with its status, never under its raw path', async () => {
@@ -167,7 +168,7 @@ for (const kind of databaseKinds()) {
       }
     });
 
-    test('the pipeline metrics are declared with no sample until a pipeline reports one', async () => {
+    test('the pipeline metrics are declared with no sample until a pipeline reports one, and drop its series when it is deleted', async () => {
       const quiet = await scrape(t);
       assert.equal(quiet.types.get('pipeline_records_total'), 'counter');
       assert.equal(quiet.types.get('pipeline_last_record_age_seconds'), 'gauge');
@@ -181,7 +182,11 @@ for (const kind of databaseKinds()) {
       assert.equal(valueOf(reported, 'pipeline_records_total', { pipeline, outcome: 'written' }), 2);
       assert.ok(valueOf(reported, 'pipeline_last_record_age_seconds', { pipeline }) >= 5);
       t.ctx.metrics.pipelines.stopped(pipeline);
-      assert.equal((await scrape(t)).samples.filter((sample) => sample.name === 'pipeline_last_record_age_seconds').length, 0);
+      const stopped = await scrape(t);
+      assert.equal(stopped.samples.filter((sample) => sample.name === 'pipeline_last_record_age_seconds').length, 0);
+      assert.equal(valueOf(stopped, 'pipeline_records_total', { pipeline, outcome: 'written' }), 2, 'a stopped pipeline keeps its counts');
+      t.ctx.metrics.pipelines.deleted(pipeline);
+      assert.deepEqual((await scrape(t)).samples.filter((sample) => sample.name.startsWith('pipeline_')), []);
     });
 
     test('the data API\'s requests are counted through the gateway under their route patterns, on listener "data"', async () => {
