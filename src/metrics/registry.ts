@@ -11,6 +11,8 @@ export type RecordOutcome = typeof RECORD_OUTCOMES[number];
 /** The label of a request no route matched: one series for every unknown path, never one per path. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
+const HTTP_LABELS = ['listener', 'route', 'method', 'status'] as const;
+
 // Node's process metrics describe the process, not an app: collected once per process, into a
 // registry of their own (each collectDefaultMetrics call installs a GC observer and an event loop
 // monitor that are never removed, so one per app would pile up in a test process).
@@ -31,17 +33,10 @@ function processMetrics(): Registry {
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by listener, route pattern (never the raw path; "unmatched" when no route matched), method and status.',
-    labelNames: ['listener', 'route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-
-  readonly httpDuration = new Histogram({
+  readonly #httpDuration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time from the request\'s arrival to its answer, by listener, route pattern, method and status.',
-    labelNames: ['listener', 'route', 'method', 'status'] as const,
+    labelNames: HTTP_LABELS,
     registers: [this.registry],
   });
 
@@ -49,6 +44,21 @@ export class Metrics {
 
   constructor(db: Database) {
     processMetrics();
+    const duration = this.#httpDuration;
+    new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by listener, route pattern (never the raw path; "unmatched" when no route matched), method and status.',
+      labelNames: HTTP_LABELS,
+      registers: [this.registry],
+      // The histogram counts every request already: copied at scrape time, so that a request costs
+      // one observation, and the two never disagree.
+      async collect() {
+        this.reset();
+        for (const { metricName, labels, value } of (await duration.get()).values) {
+          if (metricName === 'http_request_duration_seconds_count' && value > 0) this.inc(labels as Record<(typeof HTTP_LABELS)[number], string>, value);
+        }
+      },
+    });
     new Gauge({
       name: 'db_pool_connections',
       help: 'Database connections by state: total open, idle, and requests waiting for one (PGlite: its single connection).',
@@ -66,11 +76,9 @@ export class Metrics {
     this.pipelines = new PipelineMetrics(this.registry);
   }
 
-  /** Counts one answered request: one label object, one increment, one observation. */
+  /** Counts one answered request: one label object, one observation (http_requests_total is read from it). */
   countRequest(listener: Listener, route: string | undefined, method: string, status: number, elapsedMs: number): void {
-    const labels = { listener, route: route ?? UNMATCHED_ROUTE, method, status: statusLabel(status) };
-    this.httpRequests.inc(labels);
-    this.httpDuration.observe(labels, elapsedMs / 1000);
+    this.#httpDuration.observe({ listener, route: route ?? UNMATCHED_ROUTE, method, status: statusLabel(status) }, elapsedMs / 1000);
   }
 
   /** The Prometheus text exposition: this context's metrics, then the process's. */

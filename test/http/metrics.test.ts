@@ -117,7 +117,7 @@ for (const kind of databaseKinds()) {
       assert.deepEqual([...routes].filter((route) => route !== 'unmatched' && !route!.startsWith('/')), []);
     });
 
-    test('the duration histogram has cumulative buckets ending in +Inf, which equals its count', async () => {
+    test('the duration histogram has cumulative buckets ending in +Inf, which equals its count and http_requests_total', async () => {
       assert.equal((await t.app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200);
       const exposition = await scrape(t);
       const labels = { listener: 'management', route: '/health/live', method: 'GET', status: '200' };
@@ -130,6 +130,7 @@ for (const kind of databaseKinds()) {
       const count = valueOf(exposition, 'http_request_duration_seconds_count', labels);
       assert.ok(count >= 1);
       assert.equal(buckets.at(-1)!.value, count);
+      assert.equal(valueOf(exposition, 'http_requests_total', labels), count, 'the counter and the histogram disagree');
       assert.ok(valueOf(exposition, 'http_request_duration_seconds_sum', labels) > 0);
     });
 
