@@ -11,6 +11,7 @@ import { authentication, type AuthenticationOptions } from './http/authenticatio
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { registerHealthRoutes } from './http/health.js';
+import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
 import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
@@ -59,9 +60,10 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
 }
 
-/** The management API: /v1 resources, OpenAPI, Swagger UI and health. Never listens (tests inject). */
+/** The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests inject). */
 export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance']): Promise<FastifyInstance> {
   const app = Fastify(baseServerOptions(ctx, logger)).withTypeProvider<TypeBoxTypeProvider>();
+  countRequests(app, ctx.metrics, 'management');
   await installCommonPlumbing(app, ctx);
   await app.register(idempotency, { db: ctx.db });
 
@@ -83,6 +85,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
           'A caller who may write a dataset\'s payload but not read it gets 204 without a body for an update (PATCH, PUT; also inside `$batch` and in upstream mode); in upstream mode each `$batch` request is authorized on its own, as on our server.',
           'MQTT: a packet before CONNACK at most MQTT_MAX_CONNECT_BYTES, after it MQTT_MAX_PACKET_BYTES (else the connection closes); a client id held by another identity gets CONNACK 0x02; each message follows the subscriber\'s current rights.',
+          'Outside this document: `GET /health/live`, `GET /health/ready`, and `GET /metrics` (Prometheus text format; a bearer token equal to METRICS_TOKEN when that is set, else open).',
           `Payload limits (beyond one: 400 VALIDATION_FAILED naming it): JSON bodies nest at most ${ctx.config.dataApi.limits.jsonMaxDepth} levels; \`$filter\`/\`$orderby\`/\`$select\` at most ${ctx.config.dataApi.limits.expressionMaxBytes} bytes and ${ctx.config.dataApi.limits.expressionMaxDepth} levels; \`$expand\` at most ${ctx.config.dataApi.limits.expandMaxBytes} bytes and ${ctx.config.dataApi.limits.expandMaxDepth} levels; a \`$batch\` at most ${ctx.config.dataApi.limits.batchMaxRequests} requests.`,
         ].join('\n'),
       },
@@ -95,6 +98,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerHealthRoutes(app, ctx.db);
+  registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
 
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
   app.addHook('onReady', async () => ctx.sagas.start());

@@ -62,6 +62,9 @@ const EnvSchema = Type.Object({
   MQTT_CONNECT_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   MQTT_MAX_CONNECTIONS: Type.Integer({ default: 10_000, minimum: 1, maximum: 1_000_000 }),
   MQTT_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
+  // GET /metrics: open like /health/* unless set; then scrapers send it as a bearer token.
+  // No bound that could fail: a rejected value would be echoed in the error line, and this one is a secret.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' },
@@ -105,6 +108,8 @@ export interface Config {
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
   oidc: { issuer: string; clientId: string; clientIds: string[] };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
+  /** `token`: the bearer token GET /metrics requires (METRICS_TOKEN); null: open like /health/*. */
+  metrics: { token: string | null };
   logLevel: string;
 }
 
@@ -209,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
+    metrics: { token: e.METRICS_TOKEN ?? null },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -8,6 +8,7 @@ import type { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { FeatureStore } from './ows/types.js';
 import type { OwsServer } from './ows/ows-server.js';
 import type { SecretKeyRing } from './db/secrets.js';
+import type { Metrics } from './metrics/registry.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -31,4 +32,6 @@ export interface AppContext {
   staChanges: StaChangeFeed;
   /** Seals data source secrets at rest and opens them for the pipeline runtime (SECRETS_KEY, SECRETS_KEY_PREVIOUS or a generated key). */
   secrets: SecretKeyRing;
+  /** This process's metrics: both listeners count their requests here, GET /metrics serves them. */
+  metrics: Metrics;
 }

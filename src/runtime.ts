@@ -19,6 +19,7 @@ import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
 import { resealDataSourceSecrets } from './modules/datasources/index.js';
 import { loadSecretKeyRing } from './db/secrets-keys.js';
+import { Metrics } from './metrics/registry.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
@@ -51,7 +52,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets };
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets, metrics: new Metrics(db) };
   } catch (error) {
     await db.destroy();
     throw error;

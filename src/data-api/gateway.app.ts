@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { baseServerOptions, installCommonPlumbing } from '../app.js';
 import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
+import { countRequests } from '../metrics/http.js';
 import { rejectToken } from '../http/authentication.js';
 import { CallerCache } from '../access/caller-cache.js';
 import { publicBaseOf, RouteTable } from './route-table.js';
@@ -40,6 +41,8 @@ export interface DataApiOptions {
  */
 export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(baseServerOptions(ctx, options.logger));
+  // Counted here, served by the management API's GET /metrics.
+  countRequests(app, ctx.metrics, 'data');
   // Browsers call the data API from the portal's and partners' origins; preflights need no token.
   if (ctx.config.dataApi.corsOrigins.length > 0) {
     await app.register(cors, {

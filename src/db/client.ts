@@ -35,8 +35,28 @@ const CONNECTION_TIMEOUT_MS = 5_000;
 // the request answers 503; nothing was sent, so trying again cannot apply anything twice.
 const CONNECT_RETRY_DELAYS_MS = [100, 300];
 
+/** The database's connections by state, as /metrics reports them. */
+export interface ConnectionCounts { total: number; idle: number; waiting: number }
+
+// Kysely hides its pool; what each opened database counts is kept beside it, not on it.
+const connectionCounters = new WeakMap<Database, () => ConnectionCounts>();
+
+/**
+ * PostgreSQL: the pool's open connections, those idle, and the requests waiting for one. PGlite:
+ * its single connection, idle or held, and the requests waiting for it. Null for a database not
+ * opened by openDatabase.
+ */
+export function connectionCountsOf(db: Database): ConnectionCounts | null {
+  return connectionCounters.get(db)?.() ?? null;
+}
+
 export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn: () => {} }): Database {
-  if (target.url) return new Kysely<DB>({ dialect: new PostgresDialect({ pool: openPool(target.url, target.poolSize ?? 10, log) }) });
+  if (target.url) {
+    const pool = openPool(target.url, target.poolSize ?? 10, log);
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pool.kysely }) });
+    connectionCounters.set(db, () => ({ total: pool.pg.totalCount, idle: pool.pg.idleCount, waiting: pool.pg.waitingCount }));
+    return db;
+  }
   if (target.dataDir) {
     mkdirSync(target.dataDir, { recursive: true });
     initialisePgliteDirectory(target.dataDir, PGLITE_SETTINGS);
@@ -48,10 +68,13 @@ export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn
     // Trigram indexes keep substring searches (`q=`) fast on large lists; PostgreSQL ships it too.
     extensions: { pg_trgm },
   });
-  return new Kysely<DB>({ dialect: new PgliteDialect(pglite) });
+  const dialect = new PgliteDialect(pglite);
+  const db = new Kysely<DB>({ dialect });
+  connectionCounters.set(db, () => dialect.connectionCounts());
+  return db;
 }
 
-function openPool(url: string, size: number, log: ConnectionLog): PostgresPool {
+function openPool(url: string, size: number, log: ConnectionLog): { pg: pg.Pool; kysely: PostgresPool } {
   const pool = new pg.Pool({ connectionString: url, max: size, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
   // A client whose connection drops (terminated backend, database restart, network) emits 'error',
   // idle or checked out; unheard, that error would end the process. The query under way fails on
@@ -59,7 +82,7 @@ function openPool(url: string, size: number, log: ConnectionLog): PostgresPool {
   const onClientError = (err: Error) => log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, `database connection lost (${describeConnectionError(err)})`);
   pool.on('connect', (client) => client.on('error', onClientError));
   pool.on('error', onClientError);
-  return {
+  const kysely: PostgresPool = {
     connect: async () => {
       for (let attempt = 0; ; attempt++) {
         try {
@@ -73,4 +96,5 @@ function openPool(url: string, size: number, log: ConnectionLog): PostgresPool {
     },
     end: () => pool.end(),
   };
+  return { pg: pool, kysely };
 }

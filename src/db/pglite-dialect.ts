@@ -21,9 +21,14 @@ import type { PGlite } from '@electric-sql/pglite';
  * that lends PGlite's single connection to one user at a time.
  */
 export class PgliteDialect implements Dialect {
+  readonly #lock = new ConnectionLock();
   constructor(private readonly pglite: PGlite) {}
+  /** PGlite's one connection: whether someone holds it, and how many wait for it (for /metrics). */
+  connectionCounts(): { total: number; idle: number; waiting: number } {
+    return { total: 1, idle: this.#lock.held ? 0 : 1, waiting: this.#lock.waiting };
+  }
   createAdapter(): DialectAdapter { return new PostgresAdapter(); }
-  createDriver(): Driver { return new PgliteDriver(this.pglite); }
+  createDriver(): Driver { return new PgliteDriver(this.pglite, this.#lock); }
   createIntrospector(db: Kysely<any>): DatabaseIntrospector { return new PostgresIntrospector(db); }
   createQueryCompiler(): QueryCompiler { return new PostgresQueryCompiler(); }
 }
@@ -35,6 +40,9 @@ export class PgliteDialect implements Dialect {
 class ConnectionLock {
   #held = false;
   readonly #waiting: Array<() => void> = [];
+
+  get held(): boolean { return this.#held; }
+  get waiting(): number { return this.#waiting.length; }
 
   async acquire(): Promise<void> {
     if (!this.#held) {
@@ -71,10 +79,11 @@ class PgliteConnection implements DatabaseConnection {
 }
 
 class PgliteDriver implements Driver {
-  readonly #lock = new ConnectionLock();
   readonly #connection: PgliteConnection;
+  readonly #lock: ConnectionLock;
 
-  constructor(private readonly pglite: PGlite) {
+  constructor(private readonly pglite: PGlite, lock: ConnectionLock) {
+    this.#lock = lock;
     this.#connection = new PgliteConnection(pglite);
   }
 

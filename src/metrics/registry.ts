@@ -1,0 +1,149 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { connectionCountsOf, type Database } from '../db/client.js';
+
+/** Which listener answered a request: the management API or the data API gateway. */
+export type Listener = 'management' | 'data';
+
+/** What a pipeline did with a record, as the contract names the outcomes. */
+export const RECORD_OUTCOMES = ['received', 'written', 'rejected', 'skipped'] as const;
+export type RecordOutcome = typeof RECORD_OUTCOMES[number];
+
+/** The label of a request no route matched: one series for every unknown path, never one per path. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+const HTTP_LABELS = ['listener', 'route', 'method', 'status'] as const;
+
+// Node's process metrics describe the process, not an app: collected once per process, into a
+// registry of their own (each collectDefaultMetrics call installs a GC observer and an event loop
+// monitor that are never removed, so one per app would pile up in a test process).
+let processRegistry: Registry | null = null;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/**
+ * The metrics of one process's context, in a registry of their own (tests build many contexts in
+ * one process; prom-client's global registry would refuse the second). Both listeners count their
+ * requests here; the management API serves them at GET /metrics with the process metrics.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly #httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from the request\'s arrival to its answer, by listener, route pattern, method and status.',
+    labelNames: HTTP_LABELS,
+    registers: [this.registry],
+  });
+
+  readonly pipelines: PipelineMetrics;
+
+  constructor(db: Database) {
+    processMetrics();
+    const duration = this.#httpDuration;
+    new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by listener, route pattern (never the raw path; "unmatched" when no route matched), method and status.',
+      labelNames: HTTP_LABELS,
+      registers: [this.registry],
+      // The histogram counts every request already: copied at scrape time, so that a request costs
+      // one observation, and the two never disagree.
+      async collect() {
+        this.reset();
+        for (const { metricName, labels, value } of (await duration.get()).values) {
+          if (metricName === 'http_request_duration_seconds_count' && value > 0) this.inc(labels as Record<(typeof HTTP_LABELS)[number], string>, value);
+        }
+      },
+    });
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Database connections by state: total open, idle, and requests waiting for one (PGlite: its single connection).',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      // Read at scrape time: nothing is counted on the hot path.
+      collect() {
+        const counts = connectionCountsOf(db);
+        if (!counts) return;
+        this.set({ state: 'total' }, counts.total);
+        this.set({ state: 'idle' }, counts.idle);
+        this.set({ state: 'waiting' }, counts.waiting);
+      },
+    });
+    this.pipelines = new PipelineMetrics(this.registry);
+  }
+
+  /** Counts one answered request: one label object, one observation (http_requests_total is read from it). */
+  countRequest(listener: Listener, route: string | undefined, method: string, status: number, elapsedMs: number): void {
+    this.#httpDuration.observe({ listener, route: route ?? UNMATCHED_ROUTE, method, status: statusLabel(status) }, elapsedMs / 1000);
+  }
+
+  /** The Prometheus text exposition: this context's metrics, then the process's. */
+  async text(): Promise<string> {
+    const [own, processWide] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own}\n${processWide}`;
+  }
+
+  readonly contentType = this.registry.contentType;
+}
+
+const STATUS_LABELS = new Map<number, string>();
+const statusLabel = (status: number) => {
+  let label = STATUS_LABELS.get(status);
+  if (label === undefined) {
+    label = String(status);
+    STATUS_LABELS.set(status, label);
+  }
+  return label;
+};
+
+/**
+ * The pipeline metrics, named here once for the runtime (src/ingest/) to feed: records by outcome,
+ * and the age of each pipeline's last record (computed at scrape time from when it arrived). No
+ * sample exists until a pipeline reports one.
+ */
+export class PipelineMetrics {
+  readonly #records: Counter<'pipeline' | 'outcome'>;
+  readonly #lastRecordAt = new Map<string, number>();
+
+  constructor(registry: Registry) {
+    this.#records = new Counter({
+      name: 'pipeline_records_total',
+      help: 'Records of each pipeline by outcome: received from its source, written, rejected (see the rejections), skipped by its filter.',
+      labelNames: ['pipeline', 'outcome'] as const,
+      registers: [registry],
+    });
+    const lastRecordAt = this.#lastRecordAt;
+    new Gauge({
+      name: 'pipeline_last_record_age_seconds',
+      help: 'Seconds since each running pipeline last received a record.',
+      labelNames: ['pipeline'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const [pipeline, at] of lastRecordAt) this.set({ pipeline }, Math.max(0, (now - at) / 1000));
+      },
+    });
+  }
+
+  /** Adds `count` records of a pipeline (its id) with that outcome; a received record also dates the pipeline's last record. */
+  count(pipeline: string, outcome: RecordOutcome, count = 1, at = Date.now()): void {
+    this.#records.inc({ pipeline, outcome }, count);
+    if (outcome === 'received') this.#lastRecordAt.set(pipeline, at);
+  }
+
+  /** A pipeline that stopped has no last-record age any more (its counters stay, as counters do). */
+  stopped(pipeline: string): void {
+    this.#lastRecordAt.delete(pipeline);
+  }
+
+  /** A deleted pipeline leaves no series behind (the label set stays as small as the pipelines). */
+  deleted(pipeline: string): void {
+    this.stopped(pipeline);
+    for (const outcome of RECORD_OUTCOMES) this.#records.remove({ pipeline, outcome });
+  }
+}
