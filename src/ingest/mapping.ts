@@ -16,6 +16,13 @@ import jsonata from 'jsonata';
  */
 export const MAX_EXPRESSION_BYTES = 4096;
 
+/**
+ * The deepest nesting of brackets `(`, `[`, `{` in an expression. JSONata's parser recurses per
+ * level and exhausts the stack near 2,000 of them (within the byte bound), at a depth that varies
+ * with the caller's own stack: a fixed bound answers the same on every call.
+ */
+export const MAX_EXPRESSION_NESTING = 64;
+
 /** A target path split into its segments: `$.Datastream.@iot.id` → `Datastream`, `@iot.id`. */
 export interface CompiledField {
   /** The target path as the document gives it. */
@@ -99,6 +106,10 @@ function compileExpression(source: unknown): jsonata.Expression | string {
   if (typeof source !== 'string') return 'must be a string holding a JSONata expression';
   const bytes = Buffer.byteLength(source, 'utf8');
   if (bytes > MAX_EXPRESSION_BYTES) return `is ${bytes} bytes long; an expression may have at most ${MAX_EXPRESSION_BYTES}`;
+  const nesting = bracketNesting(source);
+  if (nesting.depth > MAX_EXPRESSION_NESTING) {
+    return `nests brackets more than ${MAX_EXPRESSION_NESTING} deep at position ${nesting.position}; an expression may nest at most ${MAX_EXPRESSION_NESTING}`;
+  }
   try {
     return jsonata(source);
   } catch (error) {
@@ -106,7 +117,37 @@ function compileExpression(source: unknown): jsonata.Expression | string {
   }
 }
 
+/**
+ * How deep the brackets of an expression nest, outside string literals, backquoted names and
+ * comments; with the position (1-based, as JSONata counts) where the bound was first passed.
+ */
+function bracketNesting(source: string): { depth: number; position: number } {
+  let depth = 0;
+  let deepest = 0;
+  let position = 0;
+  for (let i = 0; i < source.length; i++) {
+    const char = source[i]!;
+    if (char === '"' || char === "'" || char === '`') {
+      // Skip the literal; a backslash escapes the next character in strings.
+      for (i++; i < source.length && source[i] !== char; i++) if (source[i] === '\\' && char !== '`') i++;
+    } else if (char === '/' && source[i + 1] === '*') {
+      const end = source.indexOf('*/', i + 2);
+      i = end < 0 ? source.length : end + 1;
+    } else if (char === '(' || char === '[' || char === '{') {
+      depth++;
+      if (depth > deepest) {
+        deepest = depth;
+        if (depth === MAX_EXPRESSION_NESTING + 1) position = i + 1;
+      }
+    } else if (char === ')' || char === ']' || char === '}') {
+      depth = Math.max(0, depth - 1);
+    }
+  }
+  return { depth: deepest, position };
+}
+
 function compileProblem(error: unknown): string {
+  // Left for what the bracket count does not see (thousands of prefix operators in a row).
   if (error instanceof RangeError) return 'is nested too deeply to compile';
   const { code, position, message } = (error ?? {}) as Partial<jsonata.JsonataError>;
   // S0207 is JSONata's "Unexpected end of expression": an operator or an empty string waits for an operand.

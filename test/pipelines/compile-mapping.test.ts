@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { compileMapping, MAX_EXPRESSION_BYTES, targetSegments } from '../../src/ingest/mapping.js';
+import { compileMapping, MAX_EXPRESSION_BYTES, MAX_EXPRESSION_NESTING, targetSegments } from '../../src/ingest/mapping.js';
 
 /** compileMapping is what the pipeline runtime will compile a mapping with at start: what it hands back must evaluate. */
 
@@ -42,6 +42,17 @@ describe('compileMapping', () => {
     assert.match(messages[0]!, /^fields\.result: expected an expression at position 0\b/);
     assert.match(messages[1]!, /is not a target path/);
     assert.equal(messages[4], 'filter: must be a string holding a JSONata expression');
+  });
+
+  it('bounds bracket nesting before compiling, ignoring brackets in strings, names and comments', () => {
+    const nest = (depth: number, open = '(', close = ')') => `${open.repeat(depth)}1${close.repeat(depth)}`;
+    assert.ok(compileMapping({ fields: { result: nest(MAX_EXPRESSION_NESTING) } }).ok);
+    const over = compileMapping({ fields: { result: `$.a + ${nest(MAX_EXPRESSION_NESTING + 1, '[', ']')}` } });
+    assert.deepEqual(over.ok ? [] : over.faults.map((f) => f.message), [
+      `fields.result: nests brackets more than ${MAX_EXPRESSION_NESTING} deep at position ${7 + MAX_EXPRESSION_NESTING}; an expression may nest at most ${MAX_EXPRESSION_NESTING}`,
+    ]);
+    const inert = `"(((\\"((" & '[[[' & \`{{{\` & /* ((((( */ ${nest(MAX_EXPRESSION_NESTING)}`;
+    assert.ok(compileMapping({ fields: { result: inert.replace('"(((', `"${'('.repeat(500)}`) } }).ok);
   });
 
   it('target paths: an optional "$." prefix, dotted names, "@iot.id" as one segment', () => {
