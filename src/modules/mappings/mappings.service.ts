@@ -11,8 +11,9 @@ import type { MappingCreateInput, MappingList, MappingPins, MappingVersionInput 
 
 /**
  * A dataset's mappings: versioned JSON documents named by URN. A document is stored exactly as the
- * client sent it (its `name` or `logicalUrn` members included): the URNs address it, the service
- * never reads inside it, and a client fetching a version gets back what it wrote.
+ * client sent it (its `name` or `logicalUrn` members included): the URNs address it, writes never
+ * read inside it (a DRAFT may hold an unfinished document), and a client fetching a version gets
+ * back what it wrote. Stage and release compile the version each pipeline names (resolveMapping).
  */
 
 const pinsOf = (datasetId: string, name: string, version: number): MappingPins =>
