@@ -15,7 +15,9 @@ for (const kind of databaseKinds()) {
     after(() => t.close());
     const { call, ok, newDataset, stage, release } = datasetParts(() => t);
     const pipelinesOf = (datasetId: string) => `/v1/datasets/${datasetId}/pipelines`;
-    const newMapping = async (datasetId: string, name: string) => (await ok('POST', `/v1/datasets/${datasetId}/mappings`, { name }, 200)).logicalUrn as string;
+    // A mapping stage and release accept: a fields object of JSONata expressions.
+    const newMapping = async (datasetId: string, name: string) =>
+      (await ok('POST', `/v1/datasets/${datasetId}/mappings`, { name, fields: { result: '$.value' } }, 200)).logicalUrn as string;
 
     it('creates (201, Location), reads, lists, replaces (omitted fields cleared), patches and deletes (204); the dataset lists its pipelines', async () => {
       const dataset = await newDataset();

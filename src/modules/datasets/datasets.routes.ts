@@ -76,14 +76,22 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
     }
   }
 
+  const VALIDATION_DESCRIPTION = 'Every problem is listed at once in a 422 VALIDATION_FAILED (fieldErrors): each pipeline\'s mappingRef must name a '
+    + 'mapping of the dataset whose `fields` (target path → JSONata expression) and optional `filter` compile (one entry per fault on '
+    + '`pipelines[i].mappingRef`, its message starting with the target path and giving the position: "fields.result: expected an expression '
+    + 'at position 9"), its dataSourceIds must exist and its namedApiSlug must be one of the dataset\'s named APIs.';
   for (const [operation, status, summary] of [
     ['stage', 200, 'Stage a DRAFT dataset (validates it)'],
     ['unstage', 200, 'Return a READY dataset to DRAFT'],
     ['release', 202, 'Release a DRAFT or READY dataset (validates it; its RELEASE saga publishes the named APIs)'],
     ['unrelease', 202, 'Return an AVAILABLE dataset to DRAFT (its UNRELEASE saga withdraws the named APIs)'],
   ] as const) {
+    const validates = operation === 'stage' || operation === 'release';
     app.post(`/datasets/:id/${operation}`, {
-      schema: { tags, summary, params: IdParams, response: responses({ [status]: Dataset }, [400, 401, 403, 404, 409, 422]) },
+      schema: {
+        tags, summary, params: IdParams, response: responses({ [status]: Dataset }, [400, 401, 403, 404, 409, 422]),
+        ...(validates ? { description: VALIDATION_DESCRIPTION } : {}),
+      },
     }, async (request, reply) => withEtag(reply.code(status), await changeStatus(ctx, callerOf(request), actorOf(request), request.params.id, operation)));
   }
 };

@@ -1,4 +1,4 @@
 /** The mappings module's public face. */
 export { mappingRoutes } from './mappings.routes.js';
-export { mappingResolves } from './mappings.service.js';
+export { resolveMapping } from './mappings.service.js';
 export { mappingUrnProblem } from './mapping-urns.js';

@@ -14,11 +14,16 @@ export const insertMappingVersion = (db: Database, datasetId: string, name: stri
 
 /** The content of one version, or of the latest when `version` is null. */
 export async function findMappingContent(db: Database, datasetId: string, name: string, version: number | null): Promise<unknown | undefined> {
-  let query = db.selectFrom('dataset_mappings').select('content').where('dataset_id', '=', datasetId).where('name', '=', name);
+  return (await findMappingVersion(db, datasetId, name, version))?.content;
+}
+
+/** One version (the latest when `version` is null) with its number. */
+export async function findMappingVersion(db: Database, datasetId: string, name: string, version: number | null): Promise<{ version: number; content: unknown } | undefined> {
+  let query = db.selectFrom('dataset_mappings').select(['version', 'content']).where('dataset_id', '=', datasetId).where('name', '=', name);
   query = version === null ? query.orderBy('version', 'desc').limit(1) : query.where('version', '=', version);
   const row = await query.executeTakeFirst();
   if (!row) return undefined;
-  return typeof row.content === 'string' ? JSON.parse(row.content) : row.content;
+  return { version: row.version, content: typeof row.content === 'string' ? JSON.parse(row.content) : row.content };
 }
 
 /** Every mapping of the dataset with its versions, oldest version first, mappings by name. */

@@ -6,13 +6,14 @@ import type { Database } from '../../db/client.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { pipelinesReferencingMapping } from '../pipelines/index.js';
 import { logicalUrnOf, mappingUrnOf, parseMappingUrn, versionedUrnOf } from './mapping-urns.js';
-import { deleteMappingRows, findMappingContent, insertMappingVersion, mappingsOf, versionsOf } from './mappings.repo.js';
+import { deleteMappingRows, findMappingContent, findMappingVersion, insertMappingVersion, mappingsOf, versionsOf } from './mappings.repo.js';
 import type { MappingCreateInput, MappingList, MappingPins, MappingVersionInput } from './mappings.schemas.js';
 
 /**
  * A dataset's mappings: versioned JSON documents named by URN. A document is stored exactly as the
- * client sent it (its `name` or `logicalUrn` members included): the URNs address it, the service
- * never reads inside it, and a client fetching a version gets back what it wrote.
+ * client sent it (its `name` or `logicalUrn` members included): the URNs address it, writes never
+ * read inside it (a DRAFT may hold an unfinished document), and a client fetching a version gets
+ * back what it wrote. Stage and release compile the version each pipeline names (resolveMapping).
  */
 
 const pinsOf = (datasetId: string, name: string, version: number): MappingPins =>
@@ -102,9 +103,13 @@ export async function deleteMapping(ctx: DatasetsContext, caller: Caller, datase
   });
 }
 
-/** Whether a mapping URN names an existing mapping (a logical URN: any version) of the dataset. */
-export async function mappingResolves(db: Database, datasetId: string, urn: string): Promise<boolean> {
+/**
+ * The document a mapping URN names in this dataset (a logical URN: its latest version), with the
+ * version it resolved to; undefined when it names none. Stage and release compile it.
+ */
+export async function resolveMapping(db: Database, datasetId: string, urn: string): Promise<{ name: string; version: number; document: unknown } | undefined> {
   const parsed = parseMappingUrn(urn);
-  if (!parsed || parsed.datasetId !== datasetId) return false;
-  return (await findMappingContent(db, parsed.datasetId, parsed.name, parsed.version)) !== undefined;
+  if (!parsed || parsed.datasetId !== datasetId.toLowerCase()) return undefined;
+  const found = await findMappingVersion(db, parsed.datasetId, parsed.name, parsed.version);
+  return found && { name: parsed.name, version: found.version, document: found.content };
 }

@@ -1,10 +1,14 @@
 /**
- * A syntax check of the classic five-field cron expression (minute hour day-of-month month
- * day-of-week), as pipelines schedule it: `*`, numbers, ranges `a-b`, lists `a,b`, steps `x/n`,
- * and the English month and day abbreviations. Answers why an expression is refused, or null.
+ * A syntax check of a pipeline's cron schedule: the classic five fields (minute hour day-of-month
+ * month day-of-week), or six with a second (0-59) first, as CIVITAS/CORE clients and most cron
+ * libraries for Node write them: `*`, numbers, ranges `a-b`, lists `a,b`, steps `x/n`, and the
+ * English month and day abbreviations. Answers why an expression is refused, naming the field at
+ * fault, or null.
  */
 
 interface Field { name: string; min: number; max: number; names?: readonly string[] }
+
+const SECOND: Field = { name: 'second', min: 0, max: 59 };
 
 const FIELDS: readonly Field[] = [
   { name: 'minute', min: 0, max: 59 },
@@ -44,12 +48,14 @@ function itemProblem(field: Field, item: string): string | null {
 
 export function cronProblem(expression: string): string | null {
   const parts = expression.trim().split(/\s+/);
-  if (parts.length !== FIELDS.length) {
-    return `must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), not ${parts[0] === '' ? 0 : parts.length}`;
+  const fields = parts.length === FIELDS.length + 1 ? [SECOND, ...FIELDS] : FIELDS;
+  if (parts.length !== fields.length) {
+    return 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) '
+      + `or 6 (second minute hour day-of-month month day-of-week), not ${parts[0] === '' ? 0 : parts.length}`;
   }
   for (const [index, part] of parts.entries()) {
     for (const item of part.split(',')) {
-      const problem = itemProblem(FIELDS[index]!, item);
+      const problem = itemProblem(fields[index]!, item);
       if (problem) return problem;
     }
   }

@@ -22,7 +22,7 @@ export const Pipeline = Type.Object({
   dataSourceIds: Type.Array(Uuid),
   mappingRef: Type.Union([Type.String(), Type.Null()], { description: 'a mapping URN (logical or versioned) of the same dataset' }),
   namedApiSlug: Type.Union([Type.String(), Type.Null()], { description: 'the slug of the named API of the dataset the pipeline fills' }),
-  schedule: Type.Union([Type.String(), Type.Null()], { description: 'a five-field cron expression, or null' }),
+  schedule: Type.Union([Type.String(), Type.Null()], { description: 'a cron expression (five fields, or six with seconds first), or null' }),
   runtimeStatus: Type.Union([RuntimeStatus, Type.Null()], { description: 'what the runtime last reported; null until the pipeline has run' }),
   createdAt: DateTime,
   modifiedAt: DateTime,
@@ -35,7 +35,20 @@ const fields = {
   dataSourceIds: Type.Array(Uuid, { uniqueItems: true, maxItems: 100, description: 'the data sources the pipeline reads; checked at stage and release' }),
   mappingRef: Type.String({ minLength: 1, maxLength: 1000, description: 'urn:platform:mapping:{dataSetId}:{name}[:{version}]; whether it exists is checked at stage and release' }),
   namedApiSlug: Type.String({ maxLength: 32, pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$', description: "one of the dataset's named APIs; checked at stage and release" }),
-  schedule: Type.String({ minLength: 1, maxLength: 255, description: 'cron: minute hour day-of-month month day-of-week' }),
+  schedule: Type.String({
+    minLength: 1, maxLength: 255,
+    description: 'cron: minute hour day-of-month month day-of-week, or six fields with second (0-59) first; how often an SQL source is polled',
+  }),
+};
+
+/**
+ * Members that CIVITAS/CORE clients send with a pipeline (an editor's graph and its parts): taken,
+ * whatever JSON they hold, and dropped; never stored, never answered.
+ */
+const ignored = {
+  styles: Type.Optional(Type.Unknown({ description: 'accepted for CIVITAS/CORE clients and ignored: not stored, not returned' })),
+  model: Type.Optional(Type.Unknown({ description: "accepted for CIVITAS/CORE clients (an editor's graph) and ignored: not stored, not returned" })),
+  persistences: Type.Optional(Type.Unknown({ description: 'accepted for CIVITAS/CORE clients and ignored: not stored, not returned' })),
 };
 
 /** Create and PUT: an explicit null for an optional field means "not given" (cleared on PUT). */
@@ -46,6 +59,7 @@ export const PipelineInput = Type.Object({
   mappingRef: Type.Optional(Nullable(fields.mappingRef)),
   namedApiSlug: Type.Optional(Nullable(fields.namedApiSlug)),
   schedule: Type.Optional(Nullable(fields.schedule)),
+  ...ignored,
 }, { additionalProperties: false, title: 'PipelineInput' });
 export type PipelineInput = Static<typeof PipelineInput>;
 
@@ -57,6 +71,7 @@ export const PipelinePatch = Type.Object({
   mappingRef: Type.Optional(Nullable(fields.mappingRef)),
   namedApiSlug: Type.Optional(Nullable(fields.namedApiSlug)),
   schedule: Type.Optional(Nullable(fields.schedule)),
+  ...ignored,
 }, { additionalProperties: false, title: 'PipelinePatch' });
 export type PipelinePatch = Static<typeof PipelinePatch>;
 

@@ -5,7 +5,8 @@ import type { Database } from '../../db/client.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
-import { mappingResolves, mappingUrnProblem } from '../mappings/index.js';
+import { compileMapping, type MappingFault } from '../../ingest/mapping.js';
+import { mappingUrnProblem, resolveMapping } from '../mappings/index.js';
 import { cronProblem } from './cron.js';
 import {
   deletePipelineRow, findPipelinePage, insertPipeline, loadPipelines, PIPELINE_SORT_COLUMNS, pipelineIdsOfDataset, updatePipelineRow,
@@ -94,8 +95,10 @@ export async function deletePipeline(ctx: DatasetsContext, caller: Caller, datas
 
 /**
  * Stage and release: the problems of every pipeline of the dataset, named `pipelines[i].…` in
- * the order of the dataset's `pipelines` (oldest first). The mapping must exist in this dataset,
- * every data source must exist, and the named API must be one of the dataset's.
+ * the order of the dataset's `pipelines` (oldest first). The mapping must exist in this dataset
+ * and compile (its `fields` and `filter` as JSONata: one entry per fault, each message starting
+ * with the target path), every data source must exist, and the named API must be one of the
+ * dataset's.
  */
 export async function pipelineProblems(
   db: Database, datasetId: string,
@@ -106,11 +109,25 @@ export async function pipelineProblems(
   const allSourceIds = [...new Set(pipelines.flatMap((p) => p.dataSourceIds))];
   const existing = allSourceIds.length > 0 ? await checks.existingDataSourceIds(db, allSourceIds) : new Set<string>();
   const problems: FieldError[] = [];
+  // Pipelines sharing a mapping version share its compilation: each expression compiles once.
+  const faultsByVersion = new Map<string, MappingFault[]>();
   for (const [index, pipeline] of pipelines.entries()) {
     const at = `pipelines[${index}]`;
     if (pipeline.mappingRef === null) problems.push({ field: `${at}.mappingRef`, message: `pipeline "${pipeline.name}" has no mapping` });
-    else if (!(await mappingResolves(db, datasetId, pipeline.mappingRef))) {
-      problems.push({ field: `${at}.mappingRef`, message: `pipeline "${pipeline.name}": ${pipeline.mappingRef} names no mapping of this dataset` });
+    else {
+      const mapping = await resolveMapping(db, datasetId, pipeline.mappingRef);
+      if (mapping === undefined) {
+        problems.push({ field: `${at}.mappingRef`, message: `pipeline "${pipeline.name}": ${pipeline.mappingRef} names no mapping of this dataset` });
+      } else {
+        const key = `${mapping.name}:${mapping.version}`;
+        let faults = faultsByVersion.get(key);
+        if (faults === undefined) {
+          const compiled = compileMapping(mapping.document);
+          faults = compiled.ok ? [] : compiled.faults;
+          faultsByVersion.set(key, faults);
+        }
+        for (const fault of faults) problems.push({ field: `${at}.mappingRef`, message: fault.message });
+      }
     }
     pipeline.dataSourceIds.forEach((sourceId, sourceIndex) => {
       if (!existing.has(sourceId)) problems.push({ field: `${at}.dataSourceIds[${sourceIndex}]`, message: `pipeline "${pipeline.name}": no data source has the id ${sourceId}` });
