@@ -18,7 +18,7 @@ import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { isOwsForm, owsOperationOf, OwsBusyError } from '../ows/index.js';
+import { isOwsForm, owsOperationOf, planOwsRequest, OwsBusyError, type OwsPlan } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -87,7 +87,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
-  const operation = operationOf(request, route, address, ctx.config.ows.maxBodyBytes);
+  const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
+  const operation = owsPlan ? owsPlan.operation : operationOf(request, route, address);
   const decision = decidePayloadAccess(request.caller, route, operation);
   switch (decision.outcome) {
     case 'unauthenticated':
@@ -98,7 +99,7 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
       throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
   }
   // Allowed implies a route and an address.
-  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!, decision.rights);
+  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!, decision.rights, owsPlan?.plan);
   const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
   if (upstreamUrl) {
     const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route!);
@@ -114,7 +115,9 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
  * to MapServer. Without PostGIS neither can work, without MapServer only the collections can; the
  * 503 says what is missing.
  */
-async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
+async function serveOws(
+  request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }, plan: OwsPlan | undefined,
+) {
   if (!ctx.features.available) throw featureStoreUnavailable();
   if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
@@ -132,6 +135,7 @@ async function serveOws(request: FastifyRequest, reply: FastifyReply, ctx: AppCo
       query: address.query,
       body: Buffer.isBuffer(request.body) ? request.body : undefined,
       contentType: request.headers['content-type'],
+      ...(plan ? { plan } : {}),
     });
   } catch (error) {
     if (error instanceof OwsBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
@@ -164,18 +168,27 @@ async function forwardToFeatureStore(
 }
 
 
-/** What a payload request does. OGC requests say it themselves: an XML POST of GetMap reads, a WFS-T Transaction writes. */
-function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, maxOwsBodyBytes: number): PayloadOperation {
+/**
+ * An OGC request on an OWS API's base says itself what it does (an XML POST of GetMap reads, a
+ * WFS-T Transaction writes): it is read once here, and the plan goes on to the OWS server. Null
+ * for every other payload request.
+ */
+function ogcPlanOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, maxOwsBodyBytes: number):
+  { operation: PayloadOperation; plan?: OwsPlan } | null {
   const method = request.method;
-  if (route?.standard === 'OWS' && address && !isCollectionsPath(address) && (method === 'GET' || method === 'HEAD' || method === 'POST')) {
-    const message = { method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] };
-    // A body beyond its bound is not read before authorization (OwsServer.handle refuses it with
-    // 400 once the caller may know the API exists). Unread, an XML body counts as a write; a form
-    // is a key-value request, which MapServer serves for reads only.
-    if (message.body && message.body.length > maxOwsBodyBytes) return isOwsForm(message.contentType) ? 'read' : 'write';
-    return owsOperationOf(message);
-  }
-  if (method === 'GET' || method === 'HEAD') return 'read';
+  if (route?.standard !== 'OWS' || !address || isCollectionsPath(address) || !(method === 'GET' || method === 'HEAD' || method === 'POST')) return null;
+  const message = { method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] };
+  // A body beyond its bound is not read before authorization (OwsServer.handle refuses it with
+  // 400 once the caller may know the API exists). Unread, an XML body counts as a write; a form
+  // is a key-value request, which MapServer serves for reads only.
+  if (message.body && message.body.length > maxOwsBodyBytes) return { operation: isOwsForm(message.contentType) ? 'read' : 'write' };
+  const plan = planOwsRequest(message);
+  return { operation: owsOperationOf(plan), plan };
+}
+
+/** What any other payload request does: a GET reads, a `$batch` holds both, anything else writes. */
+function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null): PayloadOperation {
+  if (request.method === 'GET' || request.method === 'HEAD') return 'read';
   return isBatch(route, address) ? 'read-or-write' : 'write';
 }
 

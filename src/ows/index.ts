@@ -2,4 +2,4 @@
 export { createFeatureStore, type FeatureStoreDeps } from './store.js';
 export type { FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
 export { OwsBusyError, OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows-server.js';
-export { isForm as isOwsForm, owsOperationOf } from './ows-request.js';
+export { isForm as isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from './ows-request.js';

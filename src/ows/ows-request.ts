@@ -36,8 +36,7 @@ export const isForm = (contentType: string | undefined) => (contentType ?? '').t
  * reads. An XML body the gateway cannot read (a DOCTYPE in front, not well-formed) counts as a
  * write: it is refused anyway, and never on the strength of a read permission.
  */
-export function owsOperationOf(message: OwsMessage): OwsOperationKind {
-  const plan = planOwsRequest(message);
+export function owsOperationOf(plan: OwsPlan): OwsOperationKind {
   if (plan.kind === 'refused') return plan.write ? 'write' : 'read';
   return plan.request === 'transaction' ? 'write' : 'read';
 }

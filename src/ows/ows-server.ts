@@ -26,6 +26,8 @@ export interface OwsRequest extends OwsMessage {
   caller: string;
   /** Aborted when the client goes away: a request still queued for MapServer is then dropped. */
   signal?: AbortSignal;
+  /** The request as the gateway already read it to authorize it (`planOwsRequest`), so it is parsed once. */
+  plan?: OwsPlan;
 }
 
 export interface OwsAnswer {
@@ -176,7 +178,7 @@ export class OwsServer {
     if (!this.available) throw new AppError('SERVICE_UNAVAILABLE', this.unavailableReason!);
     if (!this.started) throw new AppError('SERVICE_UNAVAILABLE', 'The data API is stopping');
     checkBodySize(request, this.deps.settings.maxBodyBytes);
-    const plan = planOwsRequest(request);
+    const plan = request.plan ?? planOwsRequest(request);
     if (plan.kind === 'refused') return headless(refusal(plan.service, plan.code, plan.locator, plan.text), request.method === 'HEAD');
     checkImageSize(plan, this.deps.settings.maxImageSize);
     const pool = await this.poolReady().catch((error: Error) => {
