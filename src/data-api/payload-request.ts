@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { UUID_PATTERN } from '../http/page.js';
+import { withoutTrailingSlashes } from '../sta/index.js';
 
 const PAYLOAD_PATH = new RegExp(`^/v1/datasets/([^/?#]+)/([^/?#]+)(/[^?#]*)?$`);
 const UUID = new RegExp(`^${UUID_PATTERN}$`, 'i');
@@ -11,8 +12,6 @@ export interface PayloadAddress {
   slug: string;
   /** Below the base, percent-decoded, without a `/v1.1` alias: `''`, `/Things(1)`, `/$batch`. */
   rest: string;
-  /** The same, still percent-encoded, alias removed. */
-  rawRest: string;
   /**
    * The path below the base exactly as the client sent it (alias and trailing slashes kept):
    * upstream mode normalises it itself (`upstream-path.ts`), since dot segments may come before an alias.
@@ -36,14 +35,7 @@ export function payloadAddressOf(request: FastifyRequest): PayloadAddress | null
   // `{base}/v1.1/…` is an alias of `{base}/…`, for clients that append the version.
   const withoutAlias = /^\/v1\.1(\/|$)/.test(rawRest) ? rawRest.slice('/v1.1'.length) : rawRest;
   const trimmed = withoutTrailingSlashes(withoutAlias);
-  return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawRest: trimmed, rawPath: rawRest, query: queryParts.join('?') };
-}
-
-/** Trailing slashes off, in linear time (the regular expression `/\/+$/` backtracks on a long run of slashes). */
-function withoutTrailingSlashes(path: string): string {
-  let end = path.length;
-  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
-  return path.slice(0, end);
+  return { datasetId, slug: decode(rawSlug), rest: decode(trimmed), rawPath: rawRest, query: queryParts.join('?') };
 }
 
 function decode(text: string): string {

@@ -93,9 +93,17 @@ export class RouteTable {
     await this.reloading;
   }
 
+  /**
+   * Reloads when the route version moved past the one this table holds: for callers that must not
+   * wait for NOTIFY or the poll (the MQTT broker before a delivery). A failed version read throws.
+   */
+  async reloadIfBehind(): Promise<void> {
+    if ((await sequenceVersion(this.db, 'gateway_route_version')) !== this.loadedVersion) await this.reload();
+  }
+
   private async pollOnce(): Promise<void> {
     try {
-      if ((await sequenceVersion(this.db, 'gateway_route_version')) !== this.loadedVersion) await this.reload();
+      await this.reloadIfBehind();
     } catch (error) {
       this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: could not poll the route version');
     }

@@ -26,11 +26,7 @@ export interface BatchPlan {
 const ENTRY_HEADERS = ['accept', 'content-type', 'prefer', 'if-match', 'if-none-match'];
 
 export function planUpstreamBatch(body: unknown, publicBase: string, rights: Rights, limits: DataApiLimits): BatchPlan {
-  const requests = (body as { requests?: unknown } | null)?.requests;
-  if (Array.isArray(requests) && requests.length > limits.batchMaxRequests) {
-    throw validationFailed('requests', `holds ${requests.length} requests; a batch takes at most ${limits.batchMaxRequests} (batchMaxRequests)`);
-  }
-  const entries = parseBatchEnvelope(body, publicBase);
+  const entries = parseBatchEnvelope(body, publicBase, limits.batchMaxRequests);
   // Every url is rebuilt (and checked to stay on the base) before anything is decided.
   const urls = entries.map((entry) => rebuildEntryUrl(entry, publicBase, limits));
   const failed = new Set<string>();

@@ -51,7 +51,7 @@ export function pathPartOf(url: string, baseUrl: string): string {
  * By hand, not `replace(/\/+$/, '')`: that pattern retries from every slash of a run that does not
  * end the text, so a batch url with a megabyte of slashes in its middle takes quadratic time.
  */
-function withoutTrailingSlashes(text: string): string {
+export function withoutTrailingSlashes(text: string): string {
   let end = text.length;
   while (end > 0 && text.charCodeAt(end - 1) === 0x2f) end--;
   return text.slice(0, end);

@@ -3,5 +3,5 @@ export { createStaServer, type StaServerDeps, type StaLimits } from './server.js
 export type { StaRequest, StaResponse, StaServer } from './types.js';
 export type { Change as StaChange } from './write-sql.js';
 // Upstream mode parses and authorizes a `$batch` as our own server does, with the same envelope.
-export { isOnBase, parseBatchEnvelope, type BatchEntry } from './batch-envelope.js';
+export { isOnBase, parseBatchEnvelope, withoutTrailingSlashes, type BatchEntry } from './batch-envelope.js';
 export { batchErrorResponse, failedDependency, type BatchResponse } from './batch.js';

@@ -3,7 +3,6 @@ import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../../context.js';
 import { CallerCache } from '../../access/caller-cache.js';
-import { sequenceVersion } from '../../db/sequence-version.js';
 import type { PayloadRoute, RouteTable } from '../route-table.js';
 import { MqttAccess, type MqttSession } from './mqtt-access.js';
 import { ChangeNotifier } from './notifier.js';
@@ -141,8 +140,6 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   });
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 
-  /** The route version this broker last made the route table reload at (it holds that version or a later one). */
-  let routesSeenAt: string | null = null;
   const notifier = new ChangeNotifier({
     sta: ctx.sta, routes, subscriptions, dataApiUrl, log,
     beforePublish: async (topics) => {
@@ -156,11 +153,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       }
       // The route table learns of a dataset no longer open by NOTIFY or its poll (500 ms); a
       // delivery must not wait for either: a moved route version reloads it first.
-      const [routeVersion] = await Promise.all([sequenceVersion(ctx.db, 'gateway_route_version'), access.bringCurrent(subscribers)]);
-      if (routeVersion !== routesSeenAt) {
-        await routes.reload();
-        routesSeenAt = routeVersion;
-      }
+      await Promise.all([routes.reloadIfBehind(), access.bringCurrent(subscribers)]);
     },
     publish: (topic, message) => broker.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 0, retain: false, dup: false }, () => {}),
   });

@@ -10,7 +10,7 @@ export const SOURCE_SORT_COLUMNS: Record<string, string> = {
   name: 's.name', description: 's.description', connectorType: 's.connector_type', dataSourceStatus: 's.status', createdAt: 's.created_at', modifiedAt: 's.modified_at',
 };
 
-/** A data source as stored: configuration with its secrets in clear, the datapools of a SPECIFIC scope. */
+/** A data source as stored: configuration with its secrets sealed (`secrets.ts`), the datapools of a SPECIFIC scope. */
 export interface DataSourceRow {
   id: string;
   name: string;
@@ -23,6 +23,23 @@ export interface DataSourceRow {
   status: ReleaseStatus;
   createdAt: Date;
   modifiedAt: Date;
+}
+
+/** A configuration column as the driver hands it (PGlite may give the JSON text). */
+const storedConfiguration = (value: unknown): Record<string, unknown> =>
+  ((typeof value === 'string' ? JSON.parse(value) : value) ?? {}) as Record<string, unknown>;
+
+/** Every data source's connector and configuration (start-up re-sealing of secrets); `lock` locks the rows FOR UPDATE. */
+export async function loadAllConfigurations(db: Database, lock = false): Promise<{ id: string; connectorType: ConnectorType; configuration: Record<string, unknown> }[]> {
+  let qb = db.selectFrom('data_sources').select(['id', 'connector_type', 'configuration']);
+  if (lock) qb = qb.forUpdate();
+  const rows = await qb.execute();
+  return rows.map((row) => ({ id: row.id, connectorType: row.connector_type, configuration: storedConfiguration(row.configuration) }));
+}
+
+/** Replaces a data source's stored configuration only (`modified_at` stays: re-sealing changes nothing a client sees). */
+export async function updateStoredConfiguration(db: Database, id: string, configuration: Record<string, unknown>): Promise<void> {
+  await db.updateTable('data_sources').set({ configuration: JSON.stringify(configuration) }).where('id', '=', id).execute();
 }
 
 /** Stored data sources by id, in the order of `ids`; `lock` locks their rows FOR UPDATE. */
@@ -38,7 +55,7 @@ export async function loadSourceRows(db: Database, ids: readonly string[], lock 
     name: row.name,
     description: row.description,
     connectorType: row.connector_type,
-    configuration: (typeof row.configuration === 'string' ? JSON.parse(row.configuration) : row.configuration) ?? {},
+    configuration: storedConfiguration(row.configuration),
     dataStructureVersionId: row.data_structure_version_id,
     scopeType: row.datapool_scope_type,
     datapoolIds: pools.filter((p) => p.data_source_id === row.id).map((p) => p.datapool_id),

@@ -114,14 +114,13 @@ const sameScope = (a: { type: string; datapoolIds: string[] }, b: { type: string
 
 /**
  * The configuration to store, its secrets sealed, or 400 naming every member in error. `stored`
- * is the configuration of `storedConnector` whose sealed secrets `********` keeps.
+ * is the stored configuration of the same connector (`{}` when the connector changes), whose
+ * sealed secrets `********` keeps.
  */
-function configured(
-  secrets: SecretKeyRing, connector: ConnectorType, written: unknown, base: Record<string, unknown>, storedConnector: ConnectorType, stored: Record<string, unknown>,
-) {
+function configured(secrets: SecretKeyRing, connector: ConnectorType, written: unknown, base: Record<string, unknown>, stored: Record<string, unknown>) {
   const { configuration, problems } = writeConfiguration(connector, written, base, stored);
   if (problems.length > 0) throw problemsError(problems);
-  return sealConfiguration(secrets, connector, configuration, storedConnector, stored);
+  return sealConfiguration(secrets, connector, configuration, stored);
 }
 
 export async function createSource(ctx: SourcesContext, caller: Caller, actor: Actor, input: DataSourceInput): Promise<DataSource> {
@@ -131,7 +130,7 @@ export async function createSource(ctx: SourcesContext, caller: Caller, actor: A
     name: input.name,
     description: input.description ?? null,
     connectorType: input.connectorType,
-    configuration: configured(ctx.secrets, input.connectorType, input.configuration, {}, input.connectorType, {}),
+    configuration: configured(ctx.secrets, input.connectorType, input.configuration, {}, {}),
     dataStructureVersionId: input.dataStructureVersionId ?? null,
     scopeType: scope.type,
     datapoolIds: scope.datapoolIds,
@@ -175,8 +174,8 @@ export async function updateSource(
     const sameConnector = connectorType === current.connectorType;
     const stored = sameConnector ? current.configuration : {};
     const configuration = replace || !sameConnector
-      ? configured(ctx.secrets, connectorType, input.configuration, {}, current.connectorType, stored)
-      : input.configuration === null ? {} : configured(ctx.secrets, connectorType, input.configuration, current.configuration, current.connectorType, stored);
+      ? configured(ctx.secrets, connectorType, input.configuration, {}, stored)
+      : input.configuration === null ? {} : configured(ctx.secrets, connectorType, input.configuration, current.configuration, stored);
     const currentScope = { type: current.scopeType, datapoolIds: current.scopeType === 'SPECIFIC' ? current.datapoolIds : [] };
     const scope = input.datapoolScope !== undefined || replace ? scopeOf(input.datapoolScope) : currentScope;
     const scopeChanged = !sameScope(scope, currentScope);

@@ -3,6 +3,7 @@ import type { Database } from '../../db/client.js';
 import type { ConnectorType } from '../../db/schema.js';
 import { SecretUnreadableError, isSealed, type SecretKeyRing } from '../../db/secrets.js';
 import { CONNECTORS, isObject, isSecretHeader } from './configuration.js';
+import { loadAllConfigurations, loadSourceRows, updateStoredConfiguration } from './datasources.repo.js';
 
 /**
  * Data source secrets at rest: `password` and the values of secret headers are stored sealed
@@ -37,8 +38,8 @@ function sealedValuesOf(connector: ConnectorType, configuration: Config): Set<st
  * (kept by `********`, or by a PATCH that leaves the member alone) stays as it is; any other is a
  * value written in clear, sealed now.
  */
-export function sealConfiguration(ring: SecretKeyRing, connector: ConnectorType, configuration: Config, storedConnector: ConnectorType, stored: Config): Config {
-  const kept = sealedValuesOf(storedConnector, stored);
+export function sealConfiguration(ring: SecretKeyRing, connector: ConnectorType, configuration: Config, stored: Config): Config {
+  const kept = sealedValuesOf(connector, stored);
   return mapSecrets(connector, configuration, (value) => (kept.has(value) ? value : ring.seal(value)));
 }
 
@@ -81,21 +82,22 @@ const RESEAL_LOCK_KEY = 0x5ec7e75;
 
 /**
  * Seals with the current key every data source secret still in clear (rows from before sealing)
- * or sealed with another key of the ring (a rotation), in one transaction under an advisory lock:
- * concurrent starts run one after the other, and the second finds nothing to do. Fails, naming
- * the data source and member, when no key of the ring opens a value. Returns how many data
- * sources were re-sealed. `modified_at` stays: nothing a client sees changed.
+ * or sealed with another key of the ring (a rotation). Every start checks every value (a key that
+ * opens nothing fails the start, naming the data source and member) without locking anything;
+ * only when something needs re-sealing does it take the advisory lock and the rows, and check
+ * them again, so concurrent starts run one after the other and the second finds nothing to do.
+ * Returns how many data sources were re-sealed. `modified_at` stays: nothing a client sees changed.
  */
 export async function resealDataSourceSecrets(db: Database, ring: SecretKeyRing): Promise<number> {
+  const stale = (await loadAllConfigurations(db)).filter((row) => resealConfiguration(ring, row.connectorType, row.configuration, row.id) !== null);
+  if (stale.length === 0) return 0;
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${RESEAL_LOCK_KEY})`.execute(trx);
-    const rows = await trx.selectFrom('data_sources').select(['id', 'connector_type', 'configuration']).forUpdate().execute();
     let count = 0;
-    for (const row of rows) {
-      const stored = (typeof row.configuration === 'string' ? JSON.parse(row.configuration) : row.configuration) ?? {};
-      const resealed = resealConfiguration(ring, row.connector_type, stored, row.id);
+    for (const row of await loadAllConfigurations(trx, true)) {
+      const resealed = resealConfiguration(ring, row.connectorType, row.configuration, row.id);
       if (!resealed) continue;
-      await trx.updateTable('data_sources').set({ configuration: JSON.stringify(resealed) }).where('id', '=', row.id).execute();
+      await updateStoredConfiguration(trx, row.id, resealed);
       count++;
     }
     return count;
@@ -108,8 +110,7 @@ export async function resealDataSourceSecrets(db: Database, ring: SecretKeyRing)
  * DataSourceSecretError when a secret cannot be opened.
  */
 export async function openedSourceConfiguration(db: Database, ring: SecretKeyRing, id: string): Promise<{ connectorType: ConnectorType; configuration: Config } | null> {
-  const row = await db.selectFrom('data_sources').select(['connector_type', 'configuration']).where('id', '=', id).executeTakeFirst();
+  const [row] = await loadSourceRows(db, [id]);
   if (!row) return null;
-  const stored = (typeof row.configuration === 'string' ? JSON.parse(row.configuration) : row.configuration) ?? {};
-  return { connectorType: row.connector_type, configuration: openConfiguration(ring, row.connector_type, stored, id) };
+  return { connectorType: row.connectorType, configuration: openConfiguration(ring, row.connectorType, row.configuration, id) };
 }
