@@ -45,7 +45,8 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     detail: string,
-    readonly options: { status?: number; fieldErrors?: FieldError[]; extensions?: Record<string, unknown> } = {},
+    /** `retryAfterSeconds`: the answer's Retry-After (a 503 or 409 the client should try again after). */
+    readonly options: { status?: number; fieldErrors?: FieldError[]; extensions?: Record<string, unknown>; retryAfterSeconds?: number } = {},
   ) {
     super(detail);
     this.status = options.status ?? ERROR_CODES[code];

@@ -15,6 +15,8 @@ type Identity = Parameters<typeof loadCaller>[1];
 export class CallerCache {
   private readonly entries: LRUCache<string, { version: string; caller: Caller }>;
   private nextVersionRead: Promise<string> | null = null;
+  /** Loads under way, by key and version: requests of one identity arriving together share one grants query. */
+  private readonly loading = new Map<string, Promise<Caller>>();
 
   constructor(private readonly db: Database, maxEntries = 10_000) {
     this.entries = new LRUCache({ max: maxEntries });
@@ -37,10 +39,18 @@ export class CallerCache {
     const key = [identity.subject, identity.email ?? '', allowedScopeIds ? [...allowedScopeIds].sort().join(',') : '*'].join('\u0000');
     const cached = this.entries.get(key);
     if (cached?.version === version) return cached.caller;
-    // Read after the version: a change committed in between makes the next request reload.
-    const caller = Object.freeze(await loadCaller(this.db, identity, allowedScopeIds));
-    this.entries.set(key, { version, caller });
-    return caller;
+    const pendingKey = `${key}\u0000${version}`;
+    let pending = this.loading.get(pendingKey);
+    if (!pending) {
+      // Read after the version: a change committed in between makes the next request reload.
+      pending = loadCaller(this.db, identity, allowedScopeIds).then((loaded) => {
+        const caller = Object.freeze(loaded);
+        this.entries.set(key, { version, caller });
+        return caller;
+      }).finally(() => this.loading.delete(pendingKey));
+      this.loading.set(pendingKey, pending);
+    }
+    return pending;
   }
 
   /**

@@ -18,7 +18,7 @@ import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { isOwsForm, owsOperationOf, planOwsRequest, OwsBusyError, type OwsPlan } from '../ows/index.js';
+import { isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from '../ows/index.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -124,23 +124,17 @@ async function serveOws(
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const clientGone = new AbortController();
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) clientGone.abort(); });
-  let answer;
-  try {
-    answer = await ctx.ows.handle({
-      route: owsRouteOf(ctx, route),
-      // MapServer's work is shared per caller: the token's subject, else the client's address.
-      caller: request.caller ? `sub:${request.caller.subject}` : `ip:${request.ip}`,
-      signal: clientGone.signal,
-      method: request.method,
-      query: address.query,
-      body: Buffer.isBuffer(request.body) ? request.body : undefined,
-      contentType: request.headers['content-type'],
-      ...(plan ? { plan } : {}),
-    });
-  } catch (error) {
-    if (error instanceof OwsBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
-    throw error;
-  }
+  const answer = await ctx.ows.handle({
+    route: owsRouteOf(ctx, route),
+    // MapServer's work is shared per caller: the token's subject, else the client's address.
+    caller: request.caller ? `sub:${request.caller.subject}` : `ip:${request.ip}`,
+    signal: clientGone.signal,
+    method: request.method,
+    query: address.query,
+    body: Buffer.isBuffer(request.body) ? request.body : undefined,
+    contentType: request.headers['content-type'],
+    ...(plan ? { plan } : {}),
+  });
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 

@@ -11,6 +11,7 @@ const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError) {
   const instance = request.url.split('?')[0] ?? request.url;
+  if (error.options.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.options.retryAfterSeconds));
   return reply.code(error.status).type(PROBLEM_TYPE).send(problemOf(error, instance));
 }
 
@@ -52,8 +53,7 @@ export function installProblemHandlers(app: FastifyInstance) {
       // The database dropped or refused the connection: transient, so the process carries on and
       // tells the client when to try again.
       request.log.warn({ err: error }, 'database unavailable');
-      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-      return sendProblem(request, reply, new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable at the moment; retry later'));
+      return sendProblem(request, reply, new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable at the moment; retry later', { retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS }));
     }
     const mapped = fromFastifyError(error as FastifyError, request);
     if (mapped) return sendProblem(request, reply, mapped);

@@ -1,5 +1,5 @@
 /** The feature store's public face: the gateway and runtime.ts need nothing else. */
 export { createFeatureStore, type FeatureStoreDeps } from './store.js';
 export type { FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
-export { OwsBusyError, OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows-server.js';
+export { OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows-server.js';
 export { isForm as isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from './ows-request.js';

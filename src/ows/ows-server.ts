@@ -46,12 +46,8 @@ export interface OwsServerDeps {
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
 }
 
-/** 503 for a request that waited its caller's queue timeout (or found the queue full): the gateway adds Retry-After. */
-export class OwsBusyError extends AppError {
-  constructor(detail: string, readonly retryAfterSeconds: number) {
-    super('SERVICE_UNAVAILABLE', detail);
-  }
-}
+/** 503 with Retry-After for a request that waited its caller's queue timeout, or found the queue full. */
+const busy = (detail: string, retryAfterSeconds: number) => new AppError('SERVICE_UNAVAILABLE', detail, { retryAfterSeconds });
 
 /**
  * MapServer fetches an SLD by URL (and an SLD's external graphics) with libcurl, which takes its
@@ -206,9 +202,9 @@ export class OwsServer {
     } catch (error) {
       if (error instanceof MapServerQueueTimeoutError) {
         const waited = this.deps.settings.queueTimeoutMs;
-        throw new OwsBusyError(`Your map requests wait for MapServer: this one waited ${waited} ms behind your others (at most ${this.deps.settings.maxPerCaller} run at once per caller); try again later`, Math.max(1, Math.ceil(waited / 1000)));
+        throw busy(`Your map requests wait for MapServer: this one waited ${waited} ms behind your others (at most ${this.deps.settings.maxPerCaller} run at once per caller); try again later`, Math.max(1, Math.ceil(waited / 1000)));
       }
-      if (error instanceof MapServerBusyError) throw new OwsBusyError('MapServer is busy; try again', 1);
+      if (error instanceof MapServerBusyError) throw busy('MapServer is busy; try again', 1);
       if (error instanceof MapServerTimeoutError) throw new AppError('UPSTREAM_TIMEOUT', `MapServer did not answer within ${this.deps.settings.timeoutMs} ms`);
       if (request.signal?.aborted) throw new AppError('UPSTREAM_UNAVAILABLE', 'The client went away before MapServer answered');
       this.log.warn({ err: { message: (error as Error).message } }, 'ows: MapServer failed on a request');

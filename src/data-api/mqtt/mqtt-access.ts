@@ -89,20 +89,12 @@ export class MqttAccess {
   }
 
   private async load(sessions: MqttSession[], version: string): Promise<void> {
-    // Sessions of one token identity share one load.
-    const loads = new Map<string, Promise<Caller | null>>();
+    // Sessions of one token identity share one load (the caller cache joins loads under way).
     await Promise.all(sessions.map(async (session) => {
-      const identity = session.token!.identity;
-      const key = `${identity.subject}\u0000${identity.email ?? ''}`;
-      let loading = loads.get(key);
-      if (!loading) {
-        loading = this.deps.callers.loadAt(identity, null, version).catch((error: Error) => {
-          this.deps.log.warn({ err: { message: error.message } }, 'MQTT: could not load a subscriber\'s rights; it gets open data only until they load');
-          return null;
-        });
-        loads.set(key, loading);
-      }
-      const caller = await loading;
+      const caller = await this.deps.callers.loadAt(session.token!.identity, null, version).catch((error: Error) => {
+        this.deps.log.warn({ err: { message: error.message } }, 'MQTT: could not load a subscriber\'s rights; it gets open data only until they load');
+        return null;
+      });
       // A slower load of an older version never replaces the rights of a newer one.
       if (session.version !== null && BigInt(session.version) > BigInt(version)) return;
       session.caller = caller;
