@@ -1,4 +1,4 @@
-import type { Expr, Literal, QueryOptions } from './query/ast.js';
+import { logicalOperands, type Expr, type Literal, type QueryOptions } from './query/ast.js';
 
 /**
  * Query options written back as text, for the `@iot.nextLink` of an expanded collection: the
@@ -47,12 +47,7 @@ export function exprText(expr: Expr): string {
 
 /** `a and b and c` as its three operands (a chain of one logical operator may be thousands long); any other operator's two. */
 function operandsOf(expr: Expr & { kind: 'binary' }): Expr[] {
-  if (expr.op !== 'and' && expr.op !== 'or') return [expr.left, expr.right];
-  const operands: Expr[] = [];
-  let node: Expr = expr;
-  for (; node.kind === 'binary' && node.op === expr.op; node = node.left) operands.push(node.right);
-  operands.push(node);
-  return operands.reverse();
+  return expr.op === 'and' || expr.op === 'or' ? logicalOperands(expr) : [expr.left, expr.right];
 }
 
 /** The options as `name=value` pairs (values not yet percent-encoded). */

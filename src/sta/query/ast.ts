@@ -99,3 +99,16 @@ export type ResolvedProperty =
 export interface PropertyResolver {
   property(path: string[], pos: number): ResolvedProperty;
 }
+
+/**
+ * The operands of a chain of one logical operator, `a and b and c` as `[a, b, c]`: the parser
+ * builds such a chain as a left-deep tree as long as the expression, and whoever walks it (the SQL
+ * compiler, the link writer) takes it as one flat list rather than one level per operand.
+ */
+export function logicalOperands(expr: Expr & { kind: 'binary' }): Expr[] {
+  const operands: Expr[] = [];
+  let node: Expr = expr;
+  for (; node.kind === 'binary' && node.op === expr.op; node = node.left) operands.push(node.right);
+  operands.push(node);
+  return operands.reverse();
+}

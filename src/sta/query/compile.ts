@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { BinaryOperator, Expr, OrderItem, PropertyResolver } from './ast.js';
+import { logicalOperands, type BinaryOperator, type Expr, type OrderItem, type PropertyResolver } from './ast.js';
 import { compileCall } from './functions.js';
 import {
   asBoolean, asInstant, asNumber, jsonAsBoolean, jsonAsInstant, jsonAsNumber, jsonAsText, literalSql,
@@ -84,17 +84,12 @@ function compileExpr(ctx: Context, expr: Expr): Typed {
 }
 
 /**
- * `a and b and c …` as one flat list: the parser builds such a chain as a left-deep tree as long as
+ * `a and b and c …` as one flat SQL list (`logicalOperands`): the parser builds such a chain as a left-deep tree as long as
  * the expression (thousands of operands fit in its byte limit), and neither this compiler's stack
  * nor PostgreSQL's (`max_stack_depth`) should have to follow it one level per operand.
  */
 function logical(ctx: Context, expr: Expr & { kind: 'binary' }, op: 'and' | 'or'): Typed {
-  const operands: Expr[] = [];
-  let node: Expr = expr;
-  for (; node.kind === 'binary' && node.op === op; node = node.left) operands.push(node.right);
-  operands.push(node);
-  operands.reverse();
-  const parts = operands.map((operand) => asBoolean(ctx, compileExpr(ctx, operand)));
+  const parts = logicalOperands(expr).map((operand) => asBoolean(ctx, compileExpr(ctx, operand)));
   return { type: 'boolean', sql: sql`(${sql.join(parts, op === 'and' ? sql` and ` : sql` or `)})`, pos: expr.pos };
 }
 
