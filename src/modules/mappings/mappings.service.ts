@@ -5,7 +5,7 @@ import { uniquely } from '../../db/constraint-errors.js';
 import type { Database } from '../../db/client.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { pipelinesReferencingMapping } from '../pipelines/index.js';
-import { logicalUrnOf, mappingUrnOf, parseMappingUrn, versionedUrnOf } from './mapping-urns.js';
+import { logicalUrnOf, mappingUrnOf, mappingUrnProblem, parseMappingUrn, versionedUrnOf } from './mapping-urns.js';
 import { deleteMappingRows, findMappingContent, findMappingVersion, insertMappingVersion, mappingsOf, versionsOf } from './mappings.repo.js';
 import type { MappingCreateInput, MappingList, MappingPins, MappingVersionInput } from './mappings.schemas.js';
 
@@ -108,8 +108,8 @@ export async function deleteMapping(ctx: DatasetsContext, caller: Caller, datase
  * version it resolved to; undefined when it names none. Stage and release compile it.
  */
 export async function resolveMapping(db: Database, datasetId: string, urn: string): Promise<{ name: string; version: number; document: unknown } | undefined> {
-  const parsed = parseMappingUrn(urn);
-  if (!parsed || parsed.datasetId !== datasetId.toLowerCase()) return undefined;
+  if (mappingUrnProblem(datasetId, urn)) return undefined;
+  const parsed = parseMappingUrn(urn)!;
   const found = await findMappingVersion(db, parsed.datasetId, parsed.name, parsed.version);
   return found && { name: parsed.name, version: found.version, document: found.content };
 }

@@ -109,13 +109,17 @@ export async function pipelineProblems(
   const allSourceIds = [...new Set(pipelines.flatMap((p) => p.dataSourceIds))];
   const existing = allSourceIds.length > 0 ? await checks.existingDataSourceIds(db, allSourceIds) : new Set<string>();
   const problems: FieldError[] = [];
-  // Pipelines sharing a mapping version share its compilation: each expression compiles once.
+  // Pipelines sharing a mappingRef share its lookup, and those sharing a mapping version its
+  // compilation: each URN is read once and each expression compiles once.
+  const mappingsByRef = new Map<string, ReturnType<typeof resolveMapping>>();
   const faultsByVersion = new Map<string, MappingFault[]>();
   for (const [index, pipeline] of pipelines.entries()) {
     const at = `pipelines[${index}]`;
     if (pipeline.mappingRef === null) problems.push({ field: `${at}.mappingRef`, message: `pipeline "${pipeline.name}" has no mapping` });
     else {
-      const mapping = await resolveMapping(db, datasetId, pipeline.mappingRef);
+      let resolving = mappingsByRef.get(pipeline.mappingRef);
+      if (!resolving) mappingsByRef.set(pipeline.mappingRef, resolving = resolveMapping(db, datasetId, pipeline.mappingRef));
+      const mapping = await resolving;
       if (mapping === undefined) {
         problems.push({ field: `${at}.mappingRef`, message: `pipeline "${pipeline.name}": ${pipeline.mappingRef} names no mapping of this dataset` });
       } else {
