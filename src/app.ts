@@ -101,8 +101,14 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
 
   // Saga workers run with the API and stop before the database closes (app.close() comes first).
-  app.addHook('onReady', async () => ctx.sagas.start());
-  app.addHook('onClose', async () => ctx.sagas.stop());
+  app.addHook('onReady', async () => {
+    ctx.sagas.start();
+    ctx.pipelines.start();
+  });
+  app.addHook('onClose', async () => {
+    await ctx.pipelines.stop();
+    await ctx.sagas.stop();
+  });
   const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
 
   await app.register(async (v1) => {
@@ -118,7 +124,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(mappingRoutes, { datasets });
-    await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl, pipelinesChanged: () => ctx.pipelines.kick() });
     await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });

@@ -62,6 +62,9 @@ const EnvSchema = Type.Object({
   MQTT_CONNECT_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   MQTT_MAX_CONNECTIONS: Type.Integer({ default: 10_000, minimum: 1, maximum: 1_000_000 }),
   MQTT_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
+  // Pipelines: how often each process looks for pipelines to start, stop or take over (with the lease
+  // timeout it bounds a takeover after a process died).
+  PIPELINE_RECONCILE_MS: Type.Integer({ default: 1000, minimum: 50, maximum: 60_000 }),
   // GET /metrics: open like /health/* unless set; then scrapers send it as a bearer token.
   // No bound that could fail: a rejected value would be echoed in the error line, and this one is a secret.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
@@ -110,6 +113,7 @@ export interface Config {
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
   /** `token`: the bearer token GET /metrics requires (METRICS_TOKEN); null: open like /health/*. */
   metrics: { token: string | null };
+  pipelines: { reconcileMs: number };
   logLevel: string;
 }
 
@@ -215,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     metrics: { token: e.METRICS_TOKEN ?? null },
+    pipelines: { reconcileMs: e.PIPELINE_RECONCILE_MS },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -9,6 +9,7 @@ import type { FeatureStore } from './ows/types.js';
 import type { OwsServer } from './ows/ows-server.js';
 import type { SecretKeyRing } from './db/secrets.js';
 import type { Metrics } from './metrics/registry.js';
+import type { PipelineRuntime } from './ingest/runtime.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -34,4 +35,6 @@ export interface AppContext {
   secrets: SecretKeyRing;
   /** This process's metrics: both listeners count their requests here, GET /metrics serves them. */
   metrics: Metrics;
+  /** The pipelines this process runs (those whose lease it holds): started and stopped with the management API, like the sagas. */
+  pipelines: PipelineRuntime;
 }

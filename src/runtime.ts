@@ -20,17 +20,42 @@ import { stylesOfDataset } from './modules/styles/index.js';
 import { resealDataSourceSecrets } from './modules/datasources/index.js';
 import { loadSecretKeyRing } from './db/secrets-keys.js';
 import { Metrics } from './metrics/registry.js';
+import { PipelineRuntime } from './ingest/runtime.js';
+import { LocalLeases, PostgresLeases } from './ingest/leases.js';
+import type { IngestLog } from './ingest/types.js';
+import { pipelineCatalog, pipelineSagaSteps } from './modules/pipelines/index.js';
+import type { DatasetSagaSteps } from './modules/datasets/index.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
 export class DatabaseUnreachableError extends Error {}
 
 const SILENT: ConnectionLog = { warn: () => {} };
 
+/** The start-up log (pino's child logger in the server); tests pass nothing. */
+type RuntimeLog = ConnectionLog & { info?(details: object, message: string): void; error?(details: object, message: string): void };
+
+const ingestLogOf = (log: RuntimeLog): IngestLog => ({
+  info: (details, message) => log.info?.({ component: 'pipelines', ...details }, message),
+  warn: (details, message) => log.warn({ component: 'pipelines', ...details }, message),
+  error: (details, message) => (log.error ?? log.warn).call(log, { component: 'pipelines', ...details }, message),
+});
+
+/** Steps of several modules in one transition, in the order given. */
+function joinSteps(...parts: DatasetSagaSteps[]): DatasetSagaSteps {
+  const joined: DatasetSagaSteps = {};
+  for (const part of parts) {
+    for (const [type, steps] of Object.entries(part) as Array<[keyof DatasetSagaSteps, NonNullable<DatasetSagaSteps[keyof DatasetSagaSteps]>]>) {
+      joined[type] = [...(joined[type] ?? []), ...steps];
+    }
+  }
+  return joined;
+}
+
 /**
  * Opens the database, migrates it, bootstraps the tenant and prepares the token verifier: the
  * state every listener of one process shares. The caller closes it with `ctx.db.destroy()`.
  */
-export async function createContext(config: Config, target?: DatabaseTarget, log: ConnectionLog = SILENT): Promise<AppContext> {
+export async function createContext(config: Config, target?: DatabaseTarget, log: RuntimeLog = SILENT): Promise<AppContext> {
   const where = target ?? { url: config.database.url, dataDir: config.database.dataDir };
   const db = openDatabase(where, log);
   try {
@@ -51,8 +76,22 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),
     });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
-    const sagas = new SagaRunner(db, datasetSagas(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf })), { log });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets, metrics: new Metrics(db) };
+    // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.
+    const steps = joinSteps(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf }), pipelineSagaSteps());
+    const sagas = new SagaRunner(db, datasetSagas(steps), { log });
+    const metrics = new Metrics(db);
+    const ingestLog = ingestLogOf(log);
+    const pipelines = new PipelineRuntime({
+      db,
+      catalog: pipelineCatalog(secrets),
+      leases: where.url ? new PostgresLeases(where.url, ingestLog) : new LocalLeases(),
+      writers: {},
+      connectors: {},
+      metrics: metrics.pipelines,
+      log: ingestLog,
+      reconcileMs: config.pipelines.reconcileMs,
+    });
+    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines };
   } catch (error) {
     await db.destroy();
     throw error;

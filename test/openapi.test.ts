@@ -107,7 +107,7 @@ describe('OpenAPI document', () => {
         if (hasPathId || method !== 'get') assert.ok(operation.responses['400'], `${where}: no 400`);
         if (hasPathId) assert.ok(operation.responses['404'], `${where}: no 404`);
         // Every write takes a JSON body, except the lifecycle actions (POST .../stage and the like).
-        const action = method === 'post' && /\/(stage|unstage|release|unrelease)$/.test(where);
+        const action = method === 'post' && /\/(stage|unstage|release|unrelease|restart)$/.test(where);
         if ((method === 'post' || method === 'put' || method === 'patch') && !action) {
           for (const status of ['400', '413', '415']) assert.ok(operation.responses[status], `${where}: no ${status}`);
           assert.ok(operation.requestBody?.content?.['application/json'], `${where}: no JSON request body`);

@@ -152,8 +152,32 @@ export interface PipelinesTable {
   named_api_slug: string | null;
   schedule: string | null;
   runtime_status: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  restart_generation: Generated<number>;
   created_at: Timestamp;
   modified_at: Timestamp;
+}
+
+export interface PipelineRejectionsTable {
+  id: string;
+  pipeline_id: string;
+  data_source_id: string | null;
+  received_at: ColumnType<Date, Date | string, never>;
+  reason: string;
+  field: string | null;
+  record: ColumnType<unknown, string | null, never>;
+}
+
+export interface RunnablePipelinesView {
+  id: string;
+  dataset_id: string;
+  restart_generation: number;
+}
+
+export interface PipelinePositionsTable {
+  pipeline_id: string;
+  data_source_id: string;
+  position: ColumnType<unknown, string, string>;
+  updated_at: Generated<Date>;
 }
 
 export type ReleaseStatus = 'DRAFT' | 'AVAILABLE';
@@ -276,6 +300,9 @@ export interface DB {
   data_source_datapools: DataSourceDatapoolsTable;
   gateway_routes: GatewayRoutesView;
   secrets_keys: SecretsKeysTable;
+  pipeline_rejections: PipelineRejectionsTable;
+  pipeline_positions: PipelinePositionsTable;
+  runnable_pipelines: RunnablePipelinesView;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

@@ -68,8 +68,14 @@ export interface ConnectorContext {
 
 /** A running reader of one data source. `start` returns once reading began (it does not wait for the source to be reachable). */
 export interface Connector {
-  /** Stops reading: closes the connection or the timer; in-flight `deliver` calls may still settle. Idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Stops reading: closes the connection or the timer; in-flight `deliver` calls may still settle.
+   * Idempotent. `endSession`: the pipeline stops for good (unrelease, delete), not for a move to
+   * another process: an MQTT connector ends its persistent session (unsubscribes) so that the
+   * broker keeps nothing for it, since what is published while the dataset is not AVAILABLE is
+   * not stored.
+   */
+  stop(options?: { endSession?: boolean }): Promise<void>;
 }
 
 export type ConnectorFactory = (context: ConnectorContext) => Promise<Connector>;

@@ -271,10 +271,12 @@ export async function datasetAssignments(ctx: DatasetsContext, caller: Caller, i
  * dataset as it is.
  */
 export async function authorizeDatasetPart(
-  ctx: DatasetsContext, caller: Caller, datasetId: string, access: 'read' | 'write', trx: Database = ctx.db,
+  ctx: DatasetsContext, caller: Caller, datasetId: string, access: 'read' | 'write' | 'operate', trx: Database = ctx.db,
 ): Promise<Dataset> {
-  const state = await stateOrNotFound(trx, datasetId, access === 'write');
+  const state = await stateOrNotFound(trx, datasetId, access !== 'read');
   if (access === 'read') authorize(caller, state);
+  // Operating a released dataset's parts (restarting a pipeline) needs DATASET_UPDATE, whatever the state.
+  else if (access === 'operate') authorize(caller, state, 'DATASET_UPDATE');
   else {
     authorize(caller, state, 'DATASET_UPDATE');
     transition('update', state);

@@ -4,5 +4,5 @@ export { datasetSagas, type DatasetSagaSteps } from './dataset-sagas.js';
 export { datasetIdsOfDatapools } from './datasets.repo.js';
 export { authorizeDatasetPart, type DatasetsContext } from './datasets.service.js';
 export type { Dataset } from './datasets.schemas.js';
-export { findDatasetState, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
+export { findDatasetState, holdAvailableDataset, namedApiStandardOf, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
 export { storageSchemaOf } from './dataset-sagas.js';

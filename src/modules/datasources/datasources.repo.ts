@@ -127,6 +127,13 @@ export async function lockExistingDatapools(db: Database, ids: readonly string[]
 }
 
 /** Which of these ids name data sources: stage and release check pipelines' references with it. */
+/** Which of these data sources are AVAILABLE (released). */
+export async function availableDataSourceIds(db: Database, ids: readonly string[]): Promise<ReadonlySet<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('data_sources').select('id').where('id', 'in', [...new Set(ids)]).where('status', '=', 'AVAILABLE').execute();
+  return new Set(rows.map((row) => row.id));
+}
+
 export async function existingDataSourceIds(db: Database, ids: readonly string[]): Promise<ReadonlySet<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db.selectFrom('data_sources').select('id').where('id', 'in', [...new Set(ids)]).execute();

@@ -109,8 +109,8 @@ export async function resealDataSourceSecrets(db: Database, ring: SecretKeyRing)
  * runtime (never for an answer): the members it stores, nothing else. Null when there is none;
  * DataSourceSecretError when a secret cannot be opened.
  */
-export async function openedSourceConfiguration(db: Database, ring: SecretKeyRing, id: string): Promise<{ connectorType: ConnectorType; configuration: Config } | null> {
+export async function openedSourceConfiguration(db: Database, ring: SecretKeyRing, id: string): Promise<{ name: string; connectorType: ConnectorType; configuration: Config } | null> {
   const [row] = await loadSourceRows(db, [id]);
   if (!row) return null;
-  return { connectorType: row.connectorType, configuration: openConfiguration(ring, row.connectorType, row.configuration, id) };
+  return { name: row.name, connectorType: row.connectorType, configuration: openConfiguration(ring, row.connectorType, row.configuration, id) };
 }

@@ -5,6 +5,7 @@ import { pipelinesWithMappingRef } from './pipelines.repo.js';
 /** The pipelines module's public face. */
 export { pipelineRoutes } from './pipelines.routes.js';
 export { pipelineProblems } from './pipelines.service.js';
+export { pipelineCatalog, pipelineSagaSteps } from './pipeline-runtime.js';
 
 /** The names of the pipelines (with their dataset ids) that read from a data source: it is in use while there is one. */
 export async function pipelinesUsingDataSource(db: Database, dataSourceId: string): Promise<{ id: string; name: string; datasetId: string }[]> {

@@ -74,3 +74,28 @@ export const pipelinesWithMappingRef = (db: Database, datasetId: string, urns: r
     ? Promise.resolve([])
     : db.selectFrom('pipelines').select(['id', 'name', 'mapping_ref']).where('dataset_id', '=', datasetId).where('mapping_ref', 'in', [...urns])
       .orderBy('name').execute();
+
+/** The pipelines that should run now (the `runnable_pipelines` view). */
+export const runnablePipelineRows = (db: Database) =>
+  db.selectFrom('runnable_pipelines').select(['id', 'restart_generation']).execute();
+
+/** One pipeline's stored definition, whatever its dataset (for the runtime). */
+export async function pipelineDefinition(db: Database, id: string) {
+  return db.selectFrom('pipelines').select(['id', 'dataset_id', 'name', 'mapping_ref', 'named_api_slug', 'schedule', 'restart_generation'])
+    .select(sql<string[]>`to_jsonb(data_source_ids)`.as('data_source_ids'))
+    .where('id', '=', id).executeTakeFirst();
+}
+
+/** The runtime's status of a pipeline, written only while its dataset is AVAILABLE (else it reads null). */
+export const saveRuntimeStatusRow = (db: Database, id: string, status: Record<string, unknown>) =>
+  db.updateTable('pipelines').set({ runtime_status: JSON.stringify(status) })
+    .where('id', '=', id)
+    .where(sql<boolean>`exists (select 1 from datasets d where d.id = pipelines.dataset_id and d.status = 'AVAILABLE')`)
+    .execute();
+
+export const setRuntimeStatusOfPipelines = (db: Database, ids: readonly string[], status: Record<string, unknown> | null) =>
+  ids.length === 0 ? Promise.resolve([]) : db.updateTable('pipelines').set({ runtime_status: status === null ? null : JSON.stringify(status) }).where('id', 'in', [...ids]).execute();
+
+/** Asks whichever process runs the pipeline to start it again (it compares the generation at its next pass). */
+export const bumpRestartGeneration = (db: Database, id: string) =>
+  db.updateTable('pipelines').set({ restart_generation: sql`restart_generation + 1` }).where('id', '=', id).execute();

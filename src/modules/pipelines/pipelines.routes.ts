@@ -4,13 +4,13 @@ import { PageOf } from '../../http/page.js';
 import { NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import type { DatasetsContext } from '../datasets/index.js';
-import { DatasetParams, Pipeline, PipelineInput, PipelineListQuery, PipelineParams, PipelinePatch } from './pipelines.schemas.js';
-import { createPipeline, deletePipeline, getPipeline, listPipelines, updatePipeline } from './pipelines.service.js';
+import { DatasetParams, Pipeline, PipelineInput, PipelineListQuery, PipelineParams, PipelinePatch, Rejection, RejectionListQuery } from './pipelines.schemas.js';
+import { createPipeline, deletePipeline, getPipeline, listPipelines, listRejections, restartPipeline, updatePipeline } from './pipelines.service.js';
 
 const tags = ['Pipelines'];
 const WRITE_ERRORS = [400, 401, 403, 404, 409, 412, 413, 415];
 
-export const pipelineRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContext; baseUrl: string }> = async (app, { datasets: ctx, baseUrl }) => {
+export const pipelineRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContext; baseUrl: string; pipelinesChanged?: () => void }> = async (app, { datasets: ctx, baseUrl, pipelinesChanged = () => {} }) => {
   app.get('/datasets/:dataSetId/pipelines', {
     schema: {
       tags, summary: "List a dataset's pipelines", params: DatasetParams, querystring: PipelineListQuery,
@@ -51,4 +51,18 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsConte
     await deletePipeline(ctx, callerOf(request), request.params.dataSetId, request.params.id, request.headers['if-match']);
     return reply.code(204).send();
   });
+
+  app.post('/datasets/:dataSetId/pipelines/:id/restart', {
+    schema: {
+      tags, summary: 'Restart a pipeline of an AVAILABLE dataset (counters from zero; mapping and data sources read anew)', params: PipelineParams,
+      response: responses({ 202: Pipeline }, [400, 401, 403, 404, 409]),
+    },
+  }, async (request, reply) => reply.code(202).send(await restartPipeline(ctx, callerOf(request), request.params.dataSetId, request.params.id, pipelinesChanged)));
+
+  app.get('/datasets/:dataSetId/pipelines/:id/rejections', {
+    schema: {
+      tags, summary: "A pipeline's rejected records, newest first (kept 7 days or 10,000 per pipeline)", params: PipelineParams, querystring: RejectionListQuery,
+      response: responses({ 200: PageOf(Rejection, 'PipelineRejection') }, [400, 401, 403, 404]),
+    },
+  }, async (request) => listRejections(ctx, callerOf(request), request.params.dataSetId, request.params.id, request.query));
 };

@@ -5,15 +5,35 @@ import { sharedListParameters } from '../../http/page.js';
 export const DatasetParams = Type.Object({ dataSetId: Uuid });
 export const PipelineParams = Type.Object({ dataSetId: Uuid, id: Uuid });
 
-/** What the runtime last reported about a pipeline (the specification's shape). */
+/** What the runtime reports about a running pipeline (the contract's "Pipelines at run time"). */
 export const RuntimeStatus = Type.Object({
-  lastEventId: Uuid,
-  message: Type.String(),
+  state: Type.Union([Type.Literal('STARTING'), Type.Literal('RUNNING'), Type.Literal('RETRYING'), Type.Literal('STOPPED'), Type.Literal('FAILED')]),
+  message: Type.String({ description: 'why the pipeline is in this state; never a credential' }),
   occurredAt: DateTime,
-  sanitizedStacktrace: Type.Union([Type.String(), Type.Null()]),
-  source: Type.String({ examples: ['DEPLOYMENT'] }),
-  state: Type.String({ examples: ['OK'] }),
+  source: Type.Union([Type.Literal('CONNECTOR'), Type.Literal('MAPPING'), Type.Literal('WRITER'), Type.Literal('RUNTIME'), Type.Null()]),
+  lastEventId: Uuid,
+  received: Type.Integer({ description: 'records received since the pipeline last started' }),
+  written: Type.Integer(),
+  rejected: Type.Integer({ description: 'records that failed mapping or validation (see the rejections)' }),
+  skipped: Type.Integer({ description: "records the mapping's filter left out, and records already stored (redeliveries)" }),
+  lastReceivedAt: Type.Union([DateTime, Type.Null()]),
 }, { title: 'PipelineRuntimeStatus' });
+
+/** A record a pipeline could not write, kept 7 days or 10,000 per pipeline. */
+export const Rejection = Type.Object({
+  id: Uuid,
+  receivedAt: DateTime,
+  dataSourceId: Type.Union([Uuid, Type.Null()]),
+  reason: Type.String(),
+  field: Type.Union([Type.String(), Type.Null()], { description: 'the target path at fault, or null' }),
+  record: Type.Unknown({ description: 'the record as received (a JSON value; a payload that was not JSON as its text), cut at 64 KiB' }),
+}, { title: 'PipelineRejection' });
+
+export const RejectionListQuery = Type.Object({
+  page: sharedListParameters.page,
+  size: sharedListParameters.size,
+});
+export type RejectionListQuery = Static<typeof RejectionListQuery>;
 
 export const Pipeline = Type.Object({
   id: Uuid,
@@ -23,7 +43,7 @@ export const Pipeline = Type.Object({
   mappingRef: Type.Union([Type.String(), Type.Null()], { description: 'a mapping URN (logical or versioned) of the same dataset' }),
   namedApiSlug: Type.Union([Type.String(), Type.Null()], { description: 'the slug of the named API of the dataset the pipeline fills' }),
   schedule: Type.Union([Type.String(), Type.Null()], { description: 'a cron expression (five fields, or six with seconds first), or null' }),
-  runtimeStatus: Type.Union([RuntimeStatus, Type.Null()], { description: 'what the runtime last reported; null until the pipeline has run' }),
+  runtimeStatus: Type.Union([RuntimeStatus, Type.Null()], { description: 'what the runtime reports; null while the dataset is not AVAILABLE' }),
   createdAt: DateTime,
   modifiedAt: DateTime,
 }, { title: 'Pipeline' });

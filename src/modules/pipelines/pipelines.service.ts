@@ -8,17 +8,18 @@ import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js
 import { compileMapping, type MappingFault } from '../../ingest/mapping.js';
 import { mappingUrnProblem, resolveMapping } from '../mappings/index.js';
 import { cronProblem } from './cron.js';
+import { rejectionPage } from '../../ingest/rejections.js';
 import {
-  deletePipelineRow, findPipelinePage, insertPipeline, loadPipelines, PIPELINE_SORT_COLUMNS, pipelineIdsOfDataset, updatePipelineRow,
+  bumpRestartGeneration, deletePipelineRow, findPipelinePage, insertPipeline, loadPipelines, PIPELINE_SORT_COLUMNS, pipelineIdsOfDataset, updatePipelineRow,
   type PipelineValues,
 } from './pipelines.repo.js';
-import type { Pipeline, PipelineInput, PipelineListQuery, PipelinePatch } from './pipelines.schemas.js';
+import type { Pipeline, PipelineInput, PipelineListQuery, PipelinePatch, RejectionListQuery } from './pipelines.schemas.js';
 
 /**
  * A dataset's pipelines. A DRAFT configuration may be incomplete: a write checks the syntax of
  * what it is given (a mapping URN of this dataset, a cron schedule), while whether the mapping,
  * the data sources and the named API exist is checked when the dataset is staged or released.
- * runtimeStatus stays null until pipelines run (the runtime is not built yet).
+ * runtimeStatus is written by the pipeline runtime (`src/ingest/`) while the dataset is AVAILABLE.
  */
 
 async function pipelineOrNotFound(db: Database, datasetId: string, id: string): Promise<Pipeline> {
@@ -91,6 +92,34 @@ export async function deletePipeline(ctx: DatasetsContext, caller: Caller, datas
     assertIfMatch(ifMatch, await pipelineOrNotFound(trx, datasetId, id));
     await deletePipelineRow(trx, id);
   });
+}
+
+/**
+ * Asks whichever process runs the pipeline to start it again (counters from zero, the mapping
+ * and data sources read anew): 202, it happens at that process's next pass. Only while the
+ * dataset is AVAILABLE with its RELEASE saga ended (else 409 INVALID_STATE).
+ */
+export async function restartPipeline(ctx: DatasetsContext, caller: Caller, datasetId: string, id: string, kick: () => void): Promise<Pipeline> {
+  const pipeline = await ctx.db.transaction().execute(async (trx) => {
+    const dataset = await authorizeDatasetPart(ctx, caller, datasetId, 'operate', trx);
+    const found = await pipelineOrNotFound(trx, datasetId, id);
+    if (dataset.dataSetStatus !== 'AVAILABLE' || dataset.pendingSagaType !== null) {
+      throw new AppError('INVALID_STATE', `A pipeline runs only while its dataset is AVAILABLE; the dataset is ${dataset.dataSetStatus}${dataset.pendingSagaType ? ` (${dataset.pendingSagaType} under way)` : ''}`, { status: 409 });
+    }
+    await bumpRestartGeneration(trx, id);
+    return found;
+  });
+  kick();
+  return pipeline;
+}
+
+/** A pipeline's rejections, newest first (the dataset's readers may see them). */
+export async function listRejections(ctx: DatasetsContext, caller: Caller, datasetId: string, id: string, query: RejectionListQuery) {
+  await authorizeDatasetPart(ctx, caller, datasetId, 'read');
+  await pipelineOrNotFound(ctx.db, datasetId, id);
+  const request = { page: query.page, size: query.size, sort: [{ property: 'receivedAt', direction: 'desc' as const }] };
+  const { items, total } = await rejectionPage(ctx.db, id, { offset: query.page * query.size, limit: query.size });
+  return pageOf(items, total, request);
 }
 
 /**
