@@ -5,3 +5,5 @@ export type { Change as StaChange } from './write-sql.js';
 // Upstream mode parses and authorizes a `$batch` as our own server does, with the same envelope.
 export { isOnBase, parseBatchEnvelope, withoutTrailingSlashes, type BatchEntry } from './batch-envelope.js';
 export { batchErrorResponse, failedDependency, type BatchResponse } from './batch.js';
+// The pipelines' writer into an STA API (the runtime wires it as the PayloadWriter of STA datasets).
+export { createObservationWriter, type ObservationWriterDeps } from './pipeline-writes.js';
