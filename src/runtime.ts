@@ -10,7 +10,7 @@ import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
 import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
-import { createStaServer } from './sta/index.js';
+import { createObservationWriter, createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import { enablePostgis } from './db/postgis.js';
@@ -85,7 +85,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       db,
       catalog: pipelineCatalog(secrets),
       leases: where.url ? new PostgresLeases(where.url, ingestLog) : new LocalLeases(),
-      writers: {},
+      writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }) },
       connectors: {},
       metrics: metrics.pipelines,
       log: ingestLog,
