@@ -203,6 +203,8 @@ class SqlReader {
     }
     if (this.signal.aborted) throw new DeliveryRefused('stopped');
     if (position !== undefined) this.position = position;
+    // A first poll catching up on a large table is running long before it ends.
+    if (this.settings) this.report({ state: 'RUNNING', message: `reading ${this.settings.dsn.label}` });
   }
 }
 
