@@ -23,6 +23,8 @@ import { Metrics } from './metrics/registry.js';
 import { PipelineRuntime } from './ingest/runtime.js';
 import { LocalLeases, PostgresLeases } from './ingest/leases.js';
 import type { IngestLog } from './ingest/types.js';
+import { createHttpConnector } from './ingest/connectors/http.js';
+import { sqlConnector } from './ingest/connectors/sql.js';
 import { pipelineCatalog, pipelineSagaSteps } from './modules/pipelines/index.js';
 import type { DatasetSagaSteps } from './modules/datasets/index.js';
 
@@ -86,7 +88,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       catalog: pipelineCatalog(secrets),
       leases: where.url ? new PostgresLeases(where.url, ingestLog) : new LocalLeases(),
       writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }) },
-      connectors: {},
+      connectors: { HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
       metrics: metrics.pipelines,
       log: ingestLog,
       reconcileMs: config.pipelines.reconcileMs,

@@ -19,7 +19,7 @@ const DEFAULTS: Record<string, Json> = {
   MQTT: { urls: null, topics: null, qos: null, keepalive: null, connect_timeout: null, client_id: null, user: null, password: null, tls: { enabled: false } },
   SQL: {
     driver: null, dsn: null, table: null, columns: null, where: null, prefix: null, suffix: null, init_statement: null, user: null, password: null,
-    conn_max_idle_time: null, conn_max_life_time: null, conn_max_idle: 2, conn_max_open: 0,
+    conn_max_idle_time: null, conn_max_life_time: null, conn_max_idle: 2, conn_max_open: 0, cursor_column: null,
   },
   HTTP: { url: null, method: 'GET', headers: {}, interval: '60s', records_pointer: null, user: null, password: null },
 };

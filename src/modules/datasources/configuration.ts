@@ -61,6 +61,8 @@ export const CONNECTORS: Record<ConnectorType, Record<string, Member>> = {
     driver: m(string), dsn: m(string), table: m(string), columns: m(stringArray), where: m(string), prefix: m(string), suffix: m(string),
     init_statement: m(string), user: m(string), password: m(string, null, true), conn_max_idle_time: m(duration), conn_max_life_time: m(duration),
     conn_max_idle: m(nonNegativeInteger, 2), conn_max_open: m(nonNegativeInteger, 0),
+    // Ours (not CIVITAS/CORE's): the column whose growing value says where the last poll stopped.
+    cursor_column: m(string),
   },
   HTTP: {
     url: m(httpUrl), method: m(method, 'GET'), headers: m(headers, {}), interval: m(interval, '60s'), records_pointer: m(jsonPointer),
