@@ -10,7 +10,7 @@ const ScopeTypeSchema = Type.Enum(['ALL', 'NONE', 'SPECIFIC']);
 const Description = Type.String({ maxLength: 4000 });
 
 const CONFIGURATION_DESCRIPTION = 'typed per connector (MQTT: urls, topics, qos, keepalive, connect_timeout, client_id, user, password, tls; '
-  + 'SQL: driver, dsn, table, columns, where, prefix, suffix, init_statement, user, password, conn_max_idle_time, conn_max_life_time, conn_max_idle, conn_max_open; '
+  + 'SQL: driver, dsn, table, columns, where, prefix, suffix, init_statement, user, password, conn_max_idle_time, conn_max_life_time, conn_max_idle, conn_max_open, cursor_column (a column whose value only grows: where the last poll stopped; null: every poll reads every row); '
   + 'HTTP: url, method, headers, interval, records_pointer, user, password). Members of other connectors are dropped; secrets (password, headers named Authorization, Proxy-Authorization, Cookie or containing token, secret, key) '
   + 'are stored encrypted (AES-256-GCM) and read back as "********"; writing "********" keeps the stored one.';
 
