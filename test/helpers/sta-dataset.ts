@@ -31,6 +31,8 @@ export interface PublishOptions {
   upstreamUrl?: string;
   /** SLD styles added while the dataset is DRAFT (OWS draws its layers with them). */
   styles?: Array<{ name: string; sldContent: string }>;
+  /** Runs while the dataset is DRAFT, after the styles (adds its mappings and pipelines, say). */
+  beforeRelease?: (datasetId: string) => Promise<void>;
 }
 
 /**
@@ -55,6 +57,7 @@ export async function publishDataset(t: TestApp, options: PublishOptions = {}): 
     const added = await t.app.inject({ method: 'POST', url: `/v1/datasets/${datasetId}/styles`, headers: bearer(t.adminToken), payload: style });
     assert.equal(added.statusCode, 201, added.body);
   }
+  await options.beforeRelease?.(datasetId);
   const released = await t.app.inject({ method: 'POST', url: `/v1/datasets/${datasetId}/release`, headers: bearer(t.adminToken) });
   assert.equal(released.statusCode, 202, released.body);
   await waitForNoSaga(t, datasetId);

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { bearer, expectProblem } from '../helpers/factories.js';
+import { pipelineDataset, release, releasedDataSource, unrelease } from '../helpers/pipelines.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Issue 17: a released dataset's pipeline runs. An HTTP source polled every second fills an STA
+ * API: records mapped with JSONata, a record the filter leaves out skipped, a record its target
+ * refuses kept in the rejections, a repeated poll storing nothing twice; restart, unrelease and
+ * release stop and start it, and the status follows.
+ */
+
+type Json = Record<string, any>;
+
+const MAPPING = {
+  fields: {
+    'Datastream.name': '"air-" & station',
+    'Datastream.Thing.name': 'station',
+    'Datastream.unitOfMeasurement': '{"name": "degree Celsius", "symbol": "°C", "definition": "ucum:Cel"}',
+    result: 'value',
+    phenomenonTime: 'time',
+    FeatureOfInterest: '{"name": station, "feature": {"type": "Point", "coordinates": [lon, lat]}}',
+    'parameters.source': '$dataSource.name',
+  },
+  filter: '$exists(value)',
+};
+
+for (const kind of databaseKinds()) {
+  describe(`pipelines at run time (${kind})`, () => {
+    let t: TestApp;
+    let server: http.Server;
+    let url = '';
+    let polls = 0;
+    let records: Json[] = [];
+    before(async () => {
+      t = await buildTestApp(kind, { PIPELINE_RECONCILE_MS: '200' });
+      server = http.createServer((_request, response) => {
+        polls++;
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify({ data: records }));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/feed`;
+    });
+    after(async () => {
+      await t.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it('fills an STA API from an HTTP source: written, skipped, rejected, and nothing twice over repeated polls', async () => {
+      records = [
+        { station: 'north', time: '2026-01-01T10:00:00Z', value: 3.5, lon: 8.4, lat: 49 },
+        { station: 'north', time: '2026-01-01T10:05:00Z', value: 3.75, lon: 8.4, lat: 49 },
+        { station: 'south', time: '2026-01-01T10:00:00Z', lon: 8.5, lat: 48.9 }, // no value: the filter skips it
+        { station: 'south', time: 'yesterday', value: 1, lon: 8.5, lat: 48.9 }, // not a time: rejected
+      ];
+      const source = await releasedDataSource(t, 'HTTP', { url, interval: '1s', records_pointer: '/data' });
+      const dataset = await pipelineDataset(t, { dataSourceIds: [source.id], mapping: MAPPING });
+
+      const running = await dataset.statusUntil((s) => s?.state === 'RUNNING' && s.written === 2 && s.rejected === 1, 'the first poll to be written');
+      assert.equal(running!.skipped >= 1, true);
+      assert.equal(running!.received >= 4, true);
+      assert.equal(running!.source, 'CONNECTOR');
+
+      const observations = await dataset.request('GET', '/Observations?$orderby=phenomenonTime&$expand=Datastream($select=name,unitOfMeasurement)');
+      assert.equal(observations.statusCode, 200, observations.body);
+      assert.deepEqual(observations.json().value.map((o: Json) => [o.result, o.phenomenonTime, o.Datastream.name, o.parameters]), [
+        [3.5, '2026-01-01T10:00:00.000Z', 'air-north', { source: source.name }],
+        [3.75, '2026-01-01T10:05:00.000Z', 'air-north', { source: source.name }],
+      ]);
+      assert.equal(observations.json().value[0].Datastream.unitOfMeasurement.symbol, '°C');
+
+      const [rejection, ...more] = await dataset.rejections();
+      assert.equal(more.length, 0, 'one rejection when the status first counts one');
+      assert.equal(rejection.field, 'phenomenonTime');
+      assert.equal(rejection.dataSourceId, source.id);
+      assert.deepEqual(rejection.record, records[3]);
+
+      // Three more polls of the same answer store nothing again.
+      const seen = polls;
+      await waitFor(async () => (polls >= seen + 3 ? true : undefined), { what: 'three more polls' });
+      await dataset.statusUntil((s) => (s?.received ?? 0) >= 16, 'the repeated polls to be counted');
+      const again = await dataset.request('GET', '/Observations?$count=true&$top=0');
+      assert.equal(again.json()['@iot.count'], 2);
+    });
+  });
+}
