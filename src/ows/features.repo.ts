@@ -18,7 +18,7 @@ export type Bbox = [number, number, number, number];
 
 /** GeoJSON text → the column's geometry: a third coordinate is dropped (the column is 2D). */
 const geometryOf = (text: unknown, srid: number) => sql`st_setsrid(st_force2d(st_geomfromgeojson(${text})), ${srid})`;
-const geometryOfColumn = (column: RawBuilder<unknown>, srid: number) => sql`st_setsrid(st_force2d(st_geomfromgeojson(${column})), ${srid})`;
+export const geometryOfColumn = (column: RawBuilder<unknown>, srid: number) => sql`st_setsrid(st_force2d(st_geomfromgeojson(${column})), ${srid})`;
 
 /**
  * Adds the features in one statement: one array parameter per column, unnested in input order.

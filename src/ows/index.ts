@@ -1,5 +1,6 @@
-/** The feature store's public face: the gateway and runtime.ts need nothing else. */
+/** The feature store's public face: the gateway and runtime.ts (the store, the OWS server, the pipelines' feature writer) need nothing else. */
 export { createFeatureStore, type FeatureStoreDeps } from './store.js';
 export type { FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
 export { OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows-server.js';
 export { isForm as isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from './ows-request.js';
+export { createFeatureWriter } from './pipeline-writes.js';
