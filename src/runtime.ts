@@ -14,7 +14,7 @@ import { createObservationWriter, createStaServer } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import { enablePostgis } from './db/postgis.js';
-import { createFeatureStore, OwsServer } from './ows/index.js';
+import { createFeatureStore, createFeatureWriter, OwsServer } from './ows/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
 import { resealDataSourceSecrets } from './modules/datasources/index.js';
@@ -87,7 +87,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       db,
       catalog: pipelineCatalog(secrets),
       leases: where.url ? new PostgresLeases(where.url, ingestLog) : new LocalLeases(),
-      writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }) },
+      writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }), OWS: createFeatureWriter({ postgis }) },
       connectors: { HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
       metrics: metrics.pipelines,
       log: ingestLog,

@@ -35,11 +35,14 @@ for (const kind of databaseKinds()) {
     let server: http.Server;
     let url = '';
     let polls = 0;
+    /** Polls per path: each test's source has a path of its own. */
+    const pollsOf = new Map<string, number>();
     let records: Json[] = [];
     before(async () => {
       t = await buildTestApp(kind, { PIPELINE_RECONCILE_MS: '200' });
-      server = http.createServer((_request, response) => {
+      server = http.createServer((request, response) => {
         polls++;
+        pollsOf.set(request.url!, (pollsOf.get(request.url!) ?? 0) + 1);
         response.setHeader('content-type', 'application/json');
         response.end(JSON.stringify({ data: records }));
       });
@@ -87,6 +90,36 @@ for (const kind of databaseKinds()) {
       await dataset.statusUntil((s) => (s?.received ?? 0) >= 16, 'the repeated polls to be counted');
       const again = await dataset.request('GET', '/Observations?$count=true&$top=0');
       assert.equal(again.json()['@iot.count'], 2);
+    });
+
+    it('restart starts it again with fresh counters; unrelease stops it (status null, no more polls), release starts it again', async () => {
+      records = [{ station: 'east', time: '2026-02-01T00:00:00Z', value: 7, lon: 8.6, lat: 49.1 }];
+      const source = await releasedDataSource(t, 'HTTP', { url: `${url}/east`, interval: '1s', records_pointer: '/data' });
+      const dataset = await pipelineDataset(t, { dataSourceIds: [source.id], mapping: MAPPING });
+      const first = await dataset.statusUntil((s) => s?.state === 'RUNNING' && s.received >= 2, 'two polls');
+      const restartUrl = `/v1/datasets/${dataset.datasetId}/pipelines/${dataset.pipelineId}/restart`;
+
+      const restarted = await t.app.inject({ method: 'POST', url: restartUrl, headers: bearer(t.adminToken) });
+      assert.equal(restarted.statusCode, 202, restarted.body);
+      assert.equal(restarted.json().id, dataset.pipelineId);
+      await dataset.statusUntil((s) => s !== null && s.lastEventId !== first!.lastEventId && s.state === 'RUNNING' && s.received < first!.received + 2 && s.received >= 1,
+        'the restarted run to count from zero');
+
+      await unrelease(t, dataset.datasetId);
+      assert.equal((await dataset.pipeline()).runtimeStatus, null);
+      expectProblem(await t.app.inject({ method: 'POST', url: restartUrl, headers: bearer(t.adminToken) }), 409, 'INVALID_STATE');
+      // The runtime stops it at its next pass; after that, no poll reaches the source.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const quiet = pollsOf.get('/feed/east');
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      assert.equal(pollsOf.get('/feed/east'), quiet, 'the pipeline of an unreleased dataset does not poll');
+      assert.equal((await dataset.pipeline()).runtimeStatus, null);
+
+      await release(t, dataset.datasetId);
+      await dataset.statusUntil((s) => s?.state === 'RUNNING' && s.received >= 1, 'the pipeline to run again after release');
+      const observations = await dataset.request('GET', '/Observations?$count=true&$top=0');
+      assert.equal(observations.json()['@iot.count'], 1, 'the record polled in every run is stored once');
+      assert.equal(t.ctx.pipelines.running.includes(dataset.pipelineId), true);
     });
   });
 }
