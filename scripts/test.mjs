@@ -91,7 +91,7 @@ function installLine() {
 }
 
 const report = [];
-if (unselected.length > 0) report.push(`Not selected (--test-name-pattern or --test-only): ${unselected.length} (in node's skipped count, not among the skips below).`);
+if (unselected.length > 0) report.push(`Not selected by --test-name-pattern or --test-only: ${unselected.length} (node counts them as skipped; they lack nothing).`);
 if (skips.length > 0) {
   const suites = skips.filter((skip) => skip.suite).length;
   const severalReasons = skips.some((skip) => (skip.reason ?? '').includes(REASONS_JOINED));
