@@ -145,10 +145,13 @@ function connectPacket(clientId: string): Buffer {
 }
 const DISCONNECT = Buffer.from([0xe0, 0x00]);
 
-/** What the loopback broker does with an anonymous MQTT connection: 'accepted', a refusal, or 'nothing listens'. */
-function probeBroker(): Promise<string> {
+/**
+ * What the broker at host:port does with an anonymous MQTT connection: 'accepted', or what went
+ * otherwise ('nothing listens', a refusal with its return code, no answer within 2 s, not MQTT).
+ */
+export function probeMqtt(host: string, port: number): Promise<string> {
   return new Promise((resolve) => {
-    const socket = net.connect(MQTT_BROKER.port, MQTT_BROKER.host);
+    const socket = net.connect(port, host);
     let received = Buffer.alloc(0);
     let settled = false;
     const finish = (outcome: string) => {
@@ -184,7 +187,7 @@ export function requireMosquitto(): Promise<string | null> {
   brokerCheck ??= (async () => {
     const binary = requireMosquittoBinary();
     if (pretending('mosquitto')) return binary;
-    const outcome = await probeBroker();
+    const outcome = await probeMqtt(MQTT_BROKER.host, MQTT_BROKER.port);
     if (outcome === 'accepted') return null;
     if (binary) return binary;
     return `no MQTT broker on ${MQTT_BROKER.host}:${MQTT_BROKER.port}: ${outcome} (start one: mosquitto -d -c /etc/mosquitto/mosquitto.conf)`;
