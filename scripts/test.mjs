@@ -3,8 +3,11 @@
 // one file at a time (the suites share the machine's PostgreSQL and ports), and says what was skipped
 // and why. Node's TAP output is passed through as it comes; its closing lines (`# tests N`, `# pass N`,
 // `# fail N`, …) stay the last lines, with `# skipped N` counting skipped suites too (node counts a
-// suite skipped as a whole as nothing). With CI set, any skip fails the run: in CI a skip means a
-// dependency is missing, and a suite that did not run proves nothing.
+// suite skipped as a whole as nothing). The account ends with one line saying what to install (the
+// Debian packages that skip reasons name as "(Debian packages: …)", see test/helpers/requirements.ts)
+// and whether TEST_DATABASE_URL is wanted. With CI set, any skip fails the run: in CI a skip means a
+// dependency is missing, and a suite that did not run proves nothing. Tests left out on purpose
+// (--test-name-pattern, --test-only) are counted apart and fail nothing.
 //
 //   node scripts/test.mjs [--node-test-option=value …] [test/area/*.test.ts …]
 import { spawn } from 'node:child_process';
@@ -16,7 +19,11 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const POSTGRES_VARIANTS = 'PostgreSQL variants of ';
-const DEBIAN_PACKAGES = 'postgresql-15-postgis-3 cgi-mapserver mapserver-bin spawn-fcgi gdal-bin';
+/** The reasons node gives to tests that --test-name-pattern or --test-only left out. */
+const NOT_SELECTED = new Set(['test name does not match pattern', "'only' option not set"]);
+const PACKAGES_NAMED = /\(Debian packages: ([^)]*)\)/g;
+/** How test/helpers/requirements.ts's missing() joins the reasons of a suite that lacks several things. */
+const REASONS_JOINED = '; ';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const inCi = ['true', '1', 'yes'].includes(String(process.env.CI ?? '').toLowerCase());
 
@@ -62,22 +69,41 @@ lines.on('line', (line) => {
 });
 const [exitCode, signal] = await new Promise((resolve) => child.on('close', (code, sig) => resolve([code, sig])));
 
-const skips = fs.existsSync(skipsFile)
+const allSkipped = fs.existsSync(skipsFile)
   ? fs.readFileSync(skipsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
   : [];
 fs.rmSync(path.dirname(skipsFile), { recursive: true, force: true });
+const unselected = allSkipped.filter((skip) => NOT_SELECTED.has(skip.reason));
+const skips = allSkipped.filter((skip) => !NOT_SELECTED.has(skip.reason));
+
+/** The one closing line: the Debian packages the skip reasons name (each once, in order met), and TEST_DATABASE_URL if wanted. */
+function installLine() {
+  const packages = new Set();
+  for (const skip of skips) {
+    for (const [, named] of (skip.reason ?? '').matchAll(PACKAGES_NAMED)) for (const name of named.split(/\s+/).filter(Boolean)) packages.add(name);
+  }
+  const steps = [];
+  if (packages.size > 0) steps.push(`apt-get install ${[...packages].join(' ')}`);
+  if (skips.some((skip) => (skip.reason ?? '').includes('needs TEST_DATABASE_URL'))) {
+    steps.push('set TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres (any database of a server you may create databases on) for the PostgreSQL variants');
+  }
+  return steps.length > 0 ? `To run them: ${steps.join('; then ')}.` : 'To run them: see the reasons above.';
+}
 
 const report = [];
+if (unselected.length > 0) report.push(`Not selected by --test-name-pattern or --test-only: ${unselected.length} (node counts them as skipped; they lack nothing).`);
 if (skips.length > 0) {
   const suites = skips.filter((skip) => skip.suite).length;
-  report.push(`Skipped: ${skips.length} (${skips.length - suites} tests, ${suites} whole suites), by reason:`);
+  const severalReasons = skips.some((skip) => (skip.reason ?? '').includes(REASONS_JOINED));
+  report.push(`Skipped: ${skips.length} (${skips.length - suites} tests, ${suites} whole suites), by reason${severalReasons ? ' (one that lacks several things is under each)' : ''}:`);
   const byReason = new Map();
   for (const skip of skips) {
-    const reason = skip.reason || '(no reason given)';
-    if (!byReason.has(reason)) byReason.set(reason, new Map());
-    const byFile = byReason.get(reason);
-    const file = skip.file ? path.relative(root, skip.file) : '(unknown file)';
-    byFile.set(file, [...(byFile.get(file) ?? []), skip.name]);
+    for (const reason of (skip.reason || '(no reason given)').split(REASONS_JOINED)) {
+      if (!byReason.has(reason)) byReason.set(reason, new Map());
+      const byFile = byReason.get(reason);
+      const file = skip.file ? path.relative(root, skip.file) : '(unknown file)';
+      byFile.set(file, [...(byFile.get(file) ?? []), skip.name]);
+    }
   }
   for (const [reason, byFile] of byReason) {
     const count = [...byFile.values()].reduce((sum, names) => sum + names.length, 0);
@@ -89,16 +115,16 @@ if (skips.length > 0) {
       const others = names.filter((name) => !name.startsWith(POSTGRES_VARIANTS));
       if (others.length > 0) report.push(`    ${file}: ${others.join(' | ')}`);
       if (variants.length > 0) {
-        report.push(`    the PostgreSQL variants of ${variants.length} files: ${variants.map((name) => name.slice(POSTGRES_VARIANTS.length)).join(', ')}`);
+        report.push(`    the PostgreSQL variants of ${variants.length} file${variants.length === 1 ? '' : 's'}: ${variants.map((name) => name.slice(POSTGRES_VARIANTS.length)).join(', ')}`);
       }
     }
   }
-  report.push(`To run them: apt-get install ${DEBIAN_PACKAGES}; TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres (any database of a server you may create databases on) enables the PostgreSQL variants.`);
   if (inCi) report.push(`CI is set: ${skips.length} skipped means a dependency is missing here, and the run FAILS.`);
+  report.push(installLine());
 }
 for (const line of report) process.stdout.write(`# ${line}\n`);
 for (const line of closing) {
-  process.stdout.write(`${/^# skipped \d+$/.test(line) ? `# skipped ${skips.length}` : line}\n`);
+  process.stdout.write(`${/^# skipped \d+$/.test(line) ? `# skipped ${allSkipped.length}` : line}\n`);
 }
 
 if (signal) process.exit(1);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+import { missing, requirePostgis } from '../helpers/requirements.js';
 
 type Json = Record<string, any>;
 
@@ -13,8 +14,9 @@ const grid = (count: number, properties: (i: number) => Json = (i) => ({ label: 
 
 // Feature collections of an OWS named API through the gateway: stored in PostGIS tables of the
 // dataset's schema on PostgreSQL; on embedded PGlite (no PostGIS) every OWS request answers 503.
+const postgis = await requirePostgis();
 for (const kind of databaseKinds()) {
-  describe(`OWS feature collections (${kind})`, () => {
+  describe(`OWS feature collections (${kind})`, { skip: kind === 'postgres' && missing(postgis) }, () => {
     let t: TestApp;
     let ows: PublishedDataset;
     before(async () => {

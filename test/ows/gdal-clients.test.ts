@@ -5,18 +5,15 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { freePort } from '../faults/harness.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+import { missing, requireGdal, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
 const run = promisify(execFile);
 type Json = Record<string, any>;
 
-const hasGdal = await run('ogrinfo', ['--version']).then(() => true, () => false);
-const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
-  : !hasGdal ? 'GDAL (gdal-bin) is not installed'
-    : !databaseKinds().includes('postgres') ? 'needs TEST_DATABASE_URL' : false;
+const skip = missing(requireMapServer(), requireGdal(), await requirePostgis());
 
 const FEATURES = 250;
 

@@ -5,11 +5,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { onePointMapFolder } from './one-point-map.js';
 import { locateMapServer, MapServerPool, MapServerQueueTimeoutError, type MapServerPoolOptions } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer } from '../helpers/requirements.js';
 
 const binaries = locateMapServer();
 
 
-describe('MapServerPool: fair share between callers (real mapserv)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
+describe('MapServerPool: fair share between callers (real mapserv)', { skip: missing(requireMapServer()) }, () => {
   let dir: string;
   const pools: MapServerPool[] = [];
   before(() => {

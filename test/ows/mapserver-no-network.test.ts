@@ -10,11 +10,12 @@ import path from 'node:path';
 import { onePointMapFolder } from './one-point-map.js';
 import { locateMapServer, MapServerPool } from '../../src/ows/mapserver-pool.js';
 import { NO_NETWORK } from '../../src/ows/ows-server.js';
+import { missing, requireMapServer } from '../helpers/requirements.js';
 
 const binaries = locateMapServer();
 
 
-describe('MapServer fetches nothing from the network (real mapserv)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
+describe('MapServer fetches nothing from the network (real mapserv)', { skip: missing(requireMapServer()) }, () => {
   let dir: string;
   let canary: http.Server;
   let C: string;

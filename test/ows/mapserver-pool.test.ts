@@ -14,6 +14,7 @@ import {
   MapServerTimeoutError,
   type MapServerPoolOptions,
 } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer } from '../helpers/requirements.js';
 
 const binaries = locateMapServer();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -86,16 +87,41 @@ async function until(what: string, check: () => boolean, ms = 5000) {
   }
 }
 
-describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false : 'mapserv or spawn-fcgi not installed' }, () => {
+/** SO_ACCEPTCON in /proc/net/unix's flags: the socket listens. */
+const UNIX_LISTENING = 0x10000;
+
+/**
+ * The Unix sockets that listen (read from /proc/net/unix; null where there is no such file).
+ * The pool counts a worker ready once spawn-fcgi's socket file exists, which is from bind(), a moment
+ * before listen(): a request then is refused and tried again on a new connection, so the tests that
+ * count connections wait for every socket to listen first.
+ */
+function listeningSockets(): Set<string> | null {
+  let table: string;
+  try {
+    table = fs.readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    return null;
+  }
+  const found = new Set<string>();
+  for (const line of table.split('\n').slice(1)) {
+    const [, , , flags, , , , socketPath] = line.trim().split(/\s+/);
+    if (socketPath && (Number.parseInt(flags ?? '0', 16) & UNIX_LISTENING) !== 0) found.add(socketPath);
+  }
+  return found;
+}
+
+describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMapServer()) }, () => {
   let dir: string;
   let configFile: string;
   const pools: MapServerPool[] = [];
   const logs: { level: string; obj: object; msg: string }[] = [];
 
   const startPool = async (o: Partial<MapServerPoolOptions> = {}) => {
+    const runtimeDir = path.join(dir, `run-${pools.length}`);
     const pool = new MapServerPool({
       size: 2,
-      runtimeDir: path.join(dir, `run-${pools.length}`),
+      runtimeDir,
       mapserv: binaries!.mapserv,
       spawnFcgi: binaries!.spawnFcgi,
       env: { MAPSERVER_CONFIG_FILE: configFile },
@@ -110,6 +136,11 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     });
     pools.push(pool);
     await pool.start();
+    const sockets = Array.from({ length: pool.pids().length }, (_, i) => path.join(o.runtimeDir ?? runtimeDir, `mapserv-${i}.sock`));
+    await until('every worker to listen', () => {
+      const listening = listeningSockets();
+      return listening === null || sockets.every((socket) => listening.has(socket));
+    });
     return pool;
   };
 
@@ -163,7 +194,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     assert.equal(pool.connects, 50);
   });
 
-  test('spawn-fcgi -n execs mapserv in place: the pids are mapserv processes', { skip: process.platform !== 'linux' }, async () => {
+  test('spawn-fcgi -n execs mapserv in place: the pids are mapserv processes', { skip: process.platform !== 'linux' && 'reads /proc (Linux only)' }, async () => {
     const pool = await startPool({ size: 1 });
     const [pid] = pool.pids();
     // spawn-fcgi binds the socket before it execs, and the pool counts a worker ready once the socket
@@ -325,7 +356,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: binaries ? false :
     assert.match((await pool.run(capabilities('M3'))).body.toString(), /<Name>pts3<\/Name>/);
   });
 
-  test('workers do not outlive a Node process that exits without stop()', { skip: process.platform !== 'linux' }, async () => {
+  test('workers do not outlive a Node process that exits without stop()', { skip: process.platform !== 'linux' && 'reads /proc (Linux only)' }, async () => {
     const poolModule = fileURLToPath(new URL('../../src/ows/mapserver-pool.ts', import.meta.url));
     const script = `
       import { MapServerPool } from ${JSON.stringify(poolModule)};

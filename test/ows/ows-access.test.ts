@@ -2,15 +2,15 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { bearer, expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, waitForNoSaga, waitForRoute, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { eventually, request, startDataApiBeside } from '../faults/harness.js';
 import { decodePng, isGreen, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
-import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
-const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
-  : !databaseKinds().includes('postgres') ? 'needs TEST_DATABASE_URL' : false;
+const postgis = await requirePostgis();
+const skip = missing(requireMapServer(), postgis);
 
 const CAPABILITIES = { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetCapabilities' };
 const as = (token: string | null) => ({ authorization: token === null ? null : `Bearer ${token}` });
@@ -136,7 +136,8 @@ describe('OWS authorization and faults (postgres, real MapServer)', { skip }, ()
   });
 });
 
-describe('OWS without MapServer', { skip: databaseKinds().includes('postgres') ? false : 'needs TEST_DATABASE_URL' }, () => {
+// PostGIS still needed: without it every OWS request answers 503 for want of PostGIS, before MapServer is looked for.
+describe('OWS without MapServer', { skip: missing(postgis) }, () => {
   let t: TestApp;
   let ows: PublishedDataset;
   const saved = process.env.MAPSERV_PATH;

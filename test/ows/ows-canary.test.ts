@@ -3,19 +3,18 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { expectHtml401, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { decodePng, isGreen, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
-import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
 // Attacks of issue 16, finding 1 and the OWS parts of 8: a caller's SLD (by URL, by body, hidden
 // in a parameter's name), runtime mapfile changes and XML requests MapServer would act on, sent
 // anonymously on open data and by a reader of a closed dataset. A canary HTTP listener records
 // every connection: MapServer must never reach it, no answer is 5xx, and a caller's SLD draws
 // nothing (the dataset's red style is what is drawn; the caller's styles are green).
-const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
-  : !databaseKinds().includes('postgres') ? 'needs TEST_DATABASE_URL' : false;
+const skip = missing(requireMapServer(), await requirePostgis());
 
 const enc = encodeURIComponent;
 const MAP = 'SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=trees&STYLES=&CRS=EPSG:4326&BBOX=50.0,8.55,50.25,8.75&WIDTH=100&HEIGHT=100&FORMAT=image/png';

@@ -1,18 +1,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { eventually } from '../faults/harness.js';
 import { decodePng, isRed, ogc, plantTrees, squareStyle } from './ows-helpers.js';
-import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
 // Issue 16, finding 5: one reader's concurrent large GetMaps held every dataset's maps. Map work
 // is now shared per caller (at most OWS_MAX_PER_CALLER running, the rest in the caller's own line,
 // lines served round-robin); a request waiting longer than OWS_QUEUE_TIMEOUT_MS answers 503 with
 // Retry-After; WIDTH/HEIGHT above OWS_MAX_IMAGE_SIZE are refused before MapServer.
-const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed'
-  : !databaseKinds().includes('postgres') ? 'needs TEST_DATABASE_URL' : false;
+const skip = missing(requireMapServer(), await requirePostgis());
 
 const map = (size: number, layer = 'dots') => ({
   SERVICE: 'WMS', VERSION: '1.3.0', REQUEST: 'GetMap', LAYERS: layer, STYLES: '', CRS: 'EPSG:4326', BBOX: '-90,-180,90,180',

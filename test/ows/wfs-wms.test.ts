@@ -1,17 +1,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { expectProblem } from '../helpers/factories.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { assertOnPublicRoute, decodePng, isGreen, isRed, ogc, parseXml, plantTrees, squareStyle } from './ows-helpers.js';
-import { locateMapServer } from '../../src/ows/mapserver-pool.js';
+import { missing, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
 type Json = Record<string, any>;
 
 // WFS and WMS of a released OWS named API, through the gateway to the real MapServer pool over
 // PostGIS. PostgreSQL only: embedded PGlite answers 503 (tested with the feature collections).
-const kinds = databaseKinds().filter((kind) => kind === 'postgres');
-const skip = !locateMapServer() ? 'MapServer (cgi-mapserver, spawn-fcgi) is not installed' : kinds.length === 0 ? 'needs TEST_DATABASE_URL' : false;
+const skip = missing(requireMapServer(), await requirePostgis());
 
 // WMS 1.3.0 in EPSG:4326 orders the box latitude first. 100×100 pixels over 0.25° × 0.2°.
 const MAP_1_3 = { SERVICE: 'WMS', VERSION: '1.3.0', REQUEST: 'GetMap', LAYERS: 'trees', STYLES: '', CRS: 'EPSG:4326', BBOX: '50.0,8.55,50.25,8.75', WIDTH: '100', HEIGHT: '100', FORMAT: 'image/png' };
