@@ -1,0 +1,23 @@
+/**
+ * A process of the service that runs pipelines and nothing else a test needs: the management app
+ * on a context of the given PostgreSQL database (its onReady starts the sagas and the pipeline
+ * runtime), no listener. Says `ready` on stdout once started. The takeover test starts two of
+ * these and kills one with SIGKILL.
+ *
+ *   DATABASE_URL=postgres://… tsx test/pipelines/pipeline-process.ts
+ */
+import { loadConfig } from '../../src/config.js';
+import { createContext } from '../../src/runtime.js';
+import { buildApp } from '../../src/app.js';
+
+const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', DEV_IDP: 'off' } as Record<string, string>);
+const ctx = await createContext(config, { url: process.env['DATABASE_URL']!, dataDir: null, poolSize: 5 });
+const app = await buildApp(ctx);
+await app.ready();
+process.stdout.write('ready\n');
+
+process.on('SIGTERM', async () => {
+  await app.close();
+  await ctx.db.destroy();
+  process.exit(0);
+});
