@@ -2,7 +2,7 @@
  * A process of the service that runs pipelines and nothing else a test needs: the management app
  * on a context of the given PostgreSQL database (its onReady starts the sagas and the pipeline
  * runtime), no listener. Says `ready` on stdout once started. The takeover test starts two of
- * these and kills one with SIGKILL.
+ * these and kills one with SIGKILL. It prints `running [ids]` whenever the pipelines it runs change.
  *
  *   DATABASE_URL=postgres://… tsx test/pipelines/pipeline-process.ts
  */
@@ -15,6 +15,15 @@ const ctx = await createContext(config, { url: process.env['DATABASE_URL']!, dat
 const app = await buildApp(ctx);
 await app.ready();
 process.stdout.write('ready\n');
+
+// Which pipelines this process runs, on every change: the takeover test kills the one running its pipeline.
+let reported = '';
+setInterval(() => {
+  const running = JSON.stringify(ctx.pipelines.running);
+  if (running === reported) return;
+  reported = running;
+  process.stdout.write(`running ${running}\n`);
+}, 50);
 
 process.on('SIGTERM', async () => {
   await app.close();
