@@ -86,7 +86,8 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const pipelines = new PipelineRuntime({
       db,
       catalog: pipelineCatalog(secrets),
-      leases: where.url ? new PostgresLeases(where.url, ingestLog) : new LocalLeases(),
+      // A silent process loses its leases after 8 s, or three passes when passes are rarer.
+      leases: where.url ? new PostgresLeases(where.url, ingestLog, Math.max(8, Math.ceil((config.pipelines.reconcileMs * 3) / 1000))) : new LocalLeases(),
       writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }), OWS: createFeatureWriter({ postgis }) },
       connectors: { HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
       metrics: metrics.pipelines,

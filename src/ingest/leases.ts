@@ -91,7 +91,10 @@ export class PostgresLeases implements Leases {
       try {
         await client.connect();
         // A process that stops talking loses its leases after this long, so that another takes over.
-        await client.query(`set idle_session_timeout = '${this.#idleTimeoutSeconds}s'`);
+        // PostgreSQL before 14 has no such setting: leases then end only with the connection.
+        await client.query(`set idle_session_timeout = '${this.#idleTimeoutSeconds}s'`).catch((error: { code?: string }) => {
+          if (error.code !== '42704') throw error;
+        });
       } catch (error) {
         client.end().catch(() => {});
         throw error;

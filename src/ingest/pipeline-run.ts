@@ -96,7 +96,6 @@ export class PipelineRun {
     const { mapping, writer } = problem;
     for (const source of this.spec.dataSources) {
       const factory = this.#deps.connectors[source.connectorType]!;
-      this.#sourceStates.set(source.id, { state: 'RETRYING', message: 'connecting' });
       try {
         this.#connectors.push(await factory({
           pipelineId: this.spec.id,
@@ -162,6 +161,8 @@ export class PipelineRun {
       const state = this.#sourceStates.get(source.id);
       if (state?.state === 'RETRYING') return this.#status.change('RETRYING', 'CONNECTOR', `data source ${source.name}: ${state.message}`);
     }
+    // STARTING until every source said how it is.
+    if (this.spec.dataSources.some((source) => !this.#sourceStates.has(source.id))) return Promise.resolve();
     return this.#status.change('RUNNING', 'CONNECTOR', 'running');
   }
 

@@ -38,6 +38,7 @@ export class PipelineRuntime {
   #pass: Promise<void> | null = null;
   #again = false;
   #stopped = true;
+  #failing = false;
 
   constructor(deps: PipelineRuntimeDeps) {
     this.#deps = deps;
@@ -59,7 +60,14 @@ export class PipelineRuntime {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#pass = this.#reconcile()
-      .catch((error) => this.#deps.log.warn({ err: (error as Error).message }, 'pipeline runtime: a pass failed; trying again'))
+      .then(() => {
+        if (this.#failing) this.#deps.log.info({}, 'pipeline runtime: passes succeed again');
+        this.#failing = false;
+      }, (error) => {
+        // Once per outage, not once per pass: the database may be away for a while.
+        if (!this.#failing) this.#deps.log.warn({ err: (error as Error).message }, 'pipeline runtime: a pass failed; trying again every pass');
+        this.#failing = true;
+      })
       .finally(() => {
         this.#pass = null;
         if (this.#stopped) return;
