@@ -279,7 +279,7 @@ describe('MQTT connector: acknowledgement after commit, sessions, bursts (a Mosq
     const seconds = (performance.now() - started) / 1000;
     const batches = h.batchSizes.length;
     console.log(`# MQTT connector throughput: ${total} QoS 1 messages committed in ${seconds.toFixed(2)} s = ${Math.round(total / seconds)} msg/s ` +
-      `(publisher done after ${publishSeconds.toFixed(2)} s; ${batches} batches, ${(total / batches).toFixed(1)} records per batch on average; broker max_inflight_messages 20)`);
+      `(publisher done after ${publishSeconds.toFixed(2)} s; ${batches} batches, ${(total / batches).toFixed(1)} records per batch on average; the broker configured with max_inflight_messages 20)`);
     assert.equal(published, total);
     await connector.stop();
   });
