@@ -25,6 +25,7 @@ import { LocalLeases, PostgresLeases } from './ingest/leases.js';
 import type { IngestLog } from './ingest/types.js';
 import { createHttpConnector } from './ingest/connectors/http.js';
 import { sqlConnector } from './ingest/connectors/sql.js';
+import { mqttConnector } from './ingest/connectors/mqtt.js';
 import { pipelineCatalog, pipelineSagaSteps } from './modules/pipelines/index.js';
 import type { DatasetSagaSteps } from './modules/datasets/index.js';
 
@@ -89,7 +90,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       // A silent process loses its leases after 8 s, or three passes when passes are rarer.
       leases: where.url ? new PostgresLeases(where.url, ingestLog, Math.max(8, Math.ceil((config.pipelines.reconcileMs * 3) / 1000))) : new LocalLeases(),
       writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }), OWS: createFeatureWriter({ postgis }) },
-      connectors: { HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
+      connectors: { MQTT: mqttConnector, HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
       metrics: metrics.pipelines,
       log: ingestLog,
       reconcileMs: config.pipelines.reconcileMs,

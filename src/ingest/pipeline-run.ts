@@ -120,8 +120,9 @@ export class PipelineRun {
    * writes its own).
    */
   async stop(final: 'STOPPED' | 'FAILED' | null, message = 'stopped', options: { endSession?: boolean } = {}): Promise<void> {
-    if (!this.#abort.signal.aborted) this.#abort.abort();
+    // Connectors first, with the options (an MQTT session to end), then everything else that waits on the signal.
     await Promise.allSettled(this.#connectors.map((connector) => connector.stop(options)));
+    if (!this.#abort.signal.aborted) this.#abort.abort();
     await Promise.allSettled([...this.#inFlight]);
     this.#status.dispose();
     this.#deps.metrics.stopped(this.spec.id);

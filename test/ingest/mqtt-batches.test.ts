@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BatchPump } from '../../src/ingest/connectors/mqtt-batches.js';
 import { MAX_PAYLOAD_BYTES, MAX_TEXT_BYTES, recordsOfPayload } from '../../src/ingest/connectors/mqtt-payload.js';
-import { durationMs } from '../../src/ingest/durations.js';
+import { durationMs } from '../../src/ingest/connectors/durations.js';
 import { defaultClientId, mqttSettings } from '../../src/ingest/connectors/mqtt-settings.js';
 import type { SourceBatch, SourceRecord } from '../../src/ingest/types.js';
 import { waitFor } from '../helpers/wait.js';

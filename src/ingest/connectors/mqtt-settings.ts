@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DataSourceSpec } from '../types.js';
-import { durationMs } from '../durations.js';
+import { durationMs } from './durations.js';
 
 /**
  * An MQTT data source's `configuration` (secrets opened) read into what the connector uses. The

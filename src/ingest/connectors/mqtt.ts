@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import mqtt, { type IPublishPacket, type MqttClient } from 'mqtt';
 import type { Connector, ConnectorContext, ConnectorFactory, ConnectorState } from '../types.js';
 import { holdAcks, type AckHold } from './mqtt-acks.js';
@@ -71,6 +72,8 @@ class MqttConnector implements Connector {
   private stopped = false;
   private stopping: Promise<void> | null = null;
   private lastReport: ConnectorState | null = null;
+  /** The pipeline stops for good (unrelease, delete): the broker should keep nothing for this session. */
+  private endSession = false;
 
   constructor(
     private readonly context: ConnectorContext,
@@ -119,7 +122,8 @@ class MqttConnector implements Connector {
     client.on('close', () => this.closed(client));
   }
 
-  stop(): Promise<void> {
+  stop(options: { endSession?: boolean } = {}): Promise<void> {
+    if (options.endSession) this.endSession = true;
     this.stopping ??= this.shutDown();
     return this.stopping;
   }
@@ -139,6 +143,11 @@ class MqttConnector implements Connector {
     // A DISCONNECT and an orderly close, not a reset: a reset discards what is still in the socket's
     // buffer, acknowledgements of committed batches included (the broker would send those again).
     // A broker that does not take the DISCONNECT within STOP_GRACE_MS gets the reset after all.
+    if (this.endSession && client.connected) {
+      // Without its subscriptions the persistent session collects nothing while the dataset is
+      // not AVAILABLE; what was published meanwhile is not stored (the contract).
+      await Promise.race([client.unsubscribeAsync(this.settings.topics).catch(() => undefined), sleep(STOP_GRACE_MS)]);
+    }
     const forced = setTimeout(() => client.stream?.destroy(), STOP_GRACE_MS);
     await new Promise<void>((resolve) => client.end(!client.connected, () => resolve()));
     await socketClosed;
