@@ -9,9 +9,13 @@
 import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/runtime.js';
 import { buildApp } from '../../src/app.js';
+import { pino } from 'pino';
+import { createLogger } from '../../src/logger.js';
 
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', DEV_IDP: 'off' } as Record<string, string>);
-const ctx = await createContext(config, { url: process.env['DATABASE_URL']!, dataDir: null, poolSize: 5 });
+// PIPELINE_PROCESS_LOG=info shows the runtime's lines on stderr (for a failing takeover test).
+const log = process.env['PIPELINE_PROCESS_LOG'] ? createLogger(process.env['PIPELINE_PROCESS_LOG'], pino.destination(2)) : undefined;
+const ctx = await createContext(config, { url: process.env['DATABASE_URL']!, dataDir: null, poolSize: 5 }, log);
 const app = await buildApp(ctx);
 await app.ready();
 process.stdout.write('ready\n');

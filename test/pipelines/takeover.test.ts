@@ -23,12 +23,14 @@ import { mosquittoMissing, startMosquitto, type OwnBroker } from '../ingest/mosq
 
 const MESSAGES = 2000;
 const PROCESS = fileURLToPath(new URL('./pipeline-process.ts', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface Worker { child: ChildProcess; running: string[]; startedAt: Map<string, number>; ready: Promise<void> }
 
 function startWorker(databaseUrl: string): Worker {
-  const child = spawn(process.execPath, [TSX, PROCESS], {
+  // tsx as a loader of this node process, not its CLI (which runs the script in a child: SIGKILL would miss it).
+  const child = spawn(process.execPath, ['--import', 'tsx', PROCESS], {
+    cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PIPELINE_RECONCILE_MS: '250' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
