@@ -38,9 +38,9 @@ const SILENT: ConnectionLog = { warn: () => {} };
 type RuntimeLog = ConnectionLog & { info?(details: object, message: string): void; error?(details: object, message: string): void };
 
 const ingestLogOf = (log: RuntimeLog): IngestLog => ({
-  info: (details, message) => log.info?.({ component: 'pipelines', ...details }, message),
-  warn: (details, message) => log.warn({ component: 'pipelines', ...details }, message),
-  error: (details, message) => (log.error ?? log.warn).call(log, { component: 'pipelines', ...details }, message),
+  info: (details, message) => log.info?.(details, message),
+  warn: (details, message) => log.warn(details, message),
+  error: (details, message) => (log.error ?? log.warn).call(log, details, message),
 });
 
 /** Steps of several modules in one transition, in the order given. */
@@ -58,7 +58,7 @@ function joinSteps(...parts: DatasetSagaSteps[]): DatasetSagaSteps {
  * Opens the database, migrates it, bootstraps the tenant and prepares the token verifier: the
  * state every listener of one process shares. The caller closes it with `ctx.db.destroy()`.
  */
-export async function createContext(config: Config, target?: DatabaseTarget, log: RuntimeLog = SILENT): Promise<AppContext> {
+export async function createContext(config: Config, target?: DatabaseTarget, log: RuntimeLog = SILENT, pipelineLog: RuntimeLog = log): Promise<AppContext> {
   const where = target ?? { url: config.database.url, dataDir: config.database.dataDir };
   const db = openDatabase(where, log);
   try {
@@ -83,7 +83,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const steps = joinSteps(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf }), pipelineSagaSteps());
     const sagas = new SagaRunner(db, datasetSagas(steps), { log });
     const metrics = new Metrics(db);
-    const ingestLog = ingestLogOf(log);
+    const ingestLog = ingestLogOf(pipelineLog);
     const pipelines = new PipelineRuntime({
       db,
       catalog: pipelineCatalog(secrets),

@@ -100,7 +100,7 @@ async function start(mode: Mode, config: Config, logger: Logger) {
   if (state.stopping || mode === 'idp') return;
 
   // One context (database, migrations, token verifier) shared by both HTTP listeners.
-  state.ctx = await createContext(config, undefined, logger.child({ component: 'database' }));
+  state.ctx = await createContext(config, undefined, logger.child({ component: 'database' }), logger.child({ component: 'pipelines' }));
   if (state.stopping) return;
   const ctx = state.ctx;
   const builders: Array<[string, string, number, () => Promise<FastifyInstance>]> = [];

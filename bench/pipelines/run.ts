@@ -32,6 +32,8 @@ const LATENCY_SECONDS = Number(process.env['BENCH_PIPELINE_LATENCY_S'] ?? 30);
 const SOAK_SECONDS = Number(process.env['BENCH_PIPELINE_SOAK_S'] ?? 300);
 const SOAK_RATE = Number(process.env['BENCH_PIPELINE_SOAK_RATE'] ?? 8000);
 const LOG_LEVEL = benchLogLevel('info');
+/** Which scenarios run (default all): sustained, latency, ten, sql, soak, takeover. */
+const SCENARIOS = new Set((process.env['BENCH_PIPELINE_SCENARIOS'] ?? 'sustained,latency,ten,sql,soak,takeover').split(','));
 const PORTS = { api: 18280, data: 18281, idp: 18290, mqtt: 18283, broker: 18300, second: 18285 };
 const API = `http://127.0.0.1:${PORTS.api}`;
 const DATA_API = `http://127.0.0.1:${PORTS.data}`;
@@ -92,13 +94,30 @@ async function countIn(db: pg.Client, targets: PipelineTarget[]): Promise<number
   return total;
 }
 
-/** Waits until the targets hold `expected` Observations; answers when (performance.now()) that was first seen. */
+/** The highest Observation id of each target, summed: a probe that costs an index look-up, where count(*) scans the table. */
+async function highestIds(db: pg.Client, targets: PipelineTarget[]): Promise<number> {
+  let total = 0;
+  for (const target of targets) total += Number((await db.query(`select coalesce(max(id), 0)::bigint as n from "${target.schema}".observations`)).rows[0].n);
+  return total;
+}
+
+/**
+ * Waits until the targets hold `expected` Observations; answers when (performance.now()) that was
+ * first seen. Progress is followed by the highest id (ids are given in order, one writer per
+ * table meanwhile), then the count is checked once: a probe that scanned the table every 20 ms
+ * would take a core from what it measures.
+ */
 async function storedAt(db: pg.Client, targets: PipelineTarget[], expected: number, timeoutMs = 600_000): Promise<number> {
-  return until(`${expected} Observations stored`, timeoutMs, async () => ((await countIn(db, targets)) >= expected ? performance.now() : undefined), 20);
+  const counted = await countIn(db, targets);
+  const highest = await highestIds(db, targets);
+  const at = await until(`${expected} Observations stored`, timeoutMs, async () => ((await highestIds(db, targets)) - highest >= expected - counted ? performance.now() : undefined), 20);
+  const stored = await countIn(db, targets);
+  if (stored < expected) throw new Error(`${stored} Observations stored, ${expected} expected (ids skipped: a rolled-back batch?)`);
+  return at;
 }
 
 /** The same rows through `CreateObservations`, 1,000 per request, 4 requests in flight: the write path's own speed. */
-async function createObservationsDirectly(target: PipelineTarget, token: string, datastreamId: number, first: number, count: number): Promise<number> {
+async function createObservationsDirectly(target: PipelineTarget, token: string, ceiling: { datastreamId: number; featureId: number }, first: number, count: number): Promise<number> {
   const base = Date.parse('2029-01-01T00:00:00Z');
   const started = performance.now();
   let next = first;
@@ -106,8 +125,10 @@ async function createObservationsDirectly(target: PipelineTarget, token: string,
     while (next < first + count) {
       const from = next;
       next += 1000;
-      const rows = Array.from({ length: Math.min(1000, first + count - from) }, (_, i) => [new Date(base + (from + i) * 10).toISOString(), from + i]);
-      await call('POST', `${target.base}/CreateObservations`, token, [{ Datastream: { '@iot.id': datastreamId }, components: ['phenomenonTime', 'result'], dataArray: rows }], [201]);
+      const rows = Array.from({ length: Math.min(1000, first + count - from) }, (_, i) => [new Date(base + (from + i) * 10).toISOString(), from + i, ceiling.featureId]);
+      await call('POST', `${target.base}/CreateObservations`, token, [{
+        Datastream: { '@iot.id': ceiling.datastreamId }, components: ['phenomenonTime', 'result', 'FeatureOfInterest/id'], dataArray: rows,
+      }], [201]);
     }
   };
   await Promise.all([worker(), worker(), worker(), worker()]);
@@ -118,7 +139,8 @@ const spread = (values: number[]) => `${Math.min(...values).toFixed(0)}–${Math
 const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5);
 
 const database = await createDatabase(SERVER_URL, 'bench_pipelines');
-const broker = await startMosquitto(PORTS.broker, { maxQueuedMessages: 1_000_000, maxInflightMessages: 1000 });
+const BROKER_INFLIGHT = Number(process.env['BENCH_PIPELINE_BROKER_INFLIGHT'] ?? 1000);
+const broker = await startMosquitto(PORTS.broker, { maxQueuedMessages: 1_000_000, maxInflightMessages: BROKER_INFLIGHT });
 let server: ServerProcess | null = null;
 let second: ServerProcess | null = null;
 const db = new pg.Client({ connectionString: database.url });
@@ -128,9 +150,11 @@ const report = (line: string) => {
   lines.push(line);
 };
 try {
-  say(`database ${database.name}; broker ${broker.url} (max_inflight_messages 1000, max_queued_messages 1,000,000); QoS ${QOS}`);
+  say(`database ${database.name}; broker ${broker.url} (max_inflight_messages ${BROKER_INFLIGHT}, max_queued_messages 1,000,000); QoS ${QOS}`);
   server = await startServer({
-    command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/,
+    // BENCH_SERVER_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where the server's time goes.
+    command: process.execPath, args: [...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), 'dist/server.js', 'all'],
+    serverCommandLine: /^\S*node (?:-\S+ )*dist\/server\.js all/,
     env: serverEnv({ DATABASE_URL: database.url }), readyUrl: `${API}/health/ready`, logFile: join(workDir, 'server.log'),
   });
   await db.connect();
@@ -143,8 +167,10 @@ try {
   const one = await releasedPipeline(API, DATA_API, token, 'one pipeline', oneSource);
   await publishBurst(publisher, (n) => `bench/one/${n % 10}`, 0, 1000);
   await storedAt(db, [one], 1000);
-  const ceilingStream = await call<{ value: Array<{ '@iot.id': number }> }>('GET', `${one.base}/Datastreams?$filter=name eq 'sensor-0'&$select=id`, token);
-  const ceilingDatastream = ceilingStream.value[0]!['@iot.id'];
+  // The ceiling writes into a Datastream and FeatureOfInterest the pipeline made.
+  const sample = await call<{ value: Array<{ Datastream: { '@iot.id': number }; FeatureOfInterest: { '@iot.id': number } }> }>(
+    'GET', `${one.base}/Observations?$top=1&$select=id&$expand=Datastream($select=id),FeatureOfInterest($select=id)`, token);
+  const ceilingDatastream = { datastreamId: sample.value[0]!.Datastream['@iot.id'], featureId: sample.value[0]!.FeatureOfInterest['@iot.id'] };
   const sustained: number[] = [];
   const ceiling: number[] = [];
   let offset = 1000;
@@ -157,94 +183,128 @@ try {
     const done = await storedAt(db, [one], before + MESSAGES);
     offset += MESSAGES;
     sustained.push(MESSAGES / ((done - started) / 1000));
-    const direct = await createObservationsDirectly(one, token, ceilingDatastream, directOffset, MESSAGES);
+    // BENCH_PIPELINE_CEILING=off: the pipeline alone (for a profile of it).
+    const direct = process.env['BENCH_PIPELINE_CEILING'] === 'off' ? Number.NaN : await createObservationsDirectly(one, token, ceilingDatastream, directOffset, MESSAGES);
     directOffset += MESSAGES;
     ceiling.push(direct);
     say(`round ${round}: pipeline ${sustained.at(-1)!.toFixed(0)} msg/s (published in ${((published - started) / 1000).toFixed(1)} s), CreateObservations ${direct.toFixed(0)} rows/s; server RSS ${rss(serverPid).toFixed(0)} MiB; load ${loadavg()[0]!.toFixed(1)}`);
   }
   report(`| MQTT → STA, one pipeline, ${MESSAGES.toLocaleString('en')} messages QoS ${QOS} | ${median(sustained).toFixed(0)} msg/s (${spread(sustained)}) | CreateObservations ${median(ceiling).toFixed(0)} rows/s (${spread(ceiling)}) | ${(median(sustained) / median(ceiling)).toFixed(2)}× |`);
 
-  // Latency at a steady 1,000 messages/s: publish → Observation received from the data API's MQTT.
-  const sentAt = new Map<number, number>();
-  const latencies: number[] = [];
-  const subscriber = await mqtt.connectAsync(`mqtt://127.0.0.1:${PORTS.mqtt}`, { username: 'token', password: token, clientId: 'bench-subscriber' });
-  subscriber.on('message', (_topic, payload) => {
-    const at = performance.now();
-    const result = (JSON.parse(payload.toString()) as { result: number }).result;
-    const sent = sentAt.get(result);
-    if (sent !== undefined) latencies.push(at - sent);
-  });
-  await subscriber.subscribeAsync(`v1/datasets/${one.datasetId}/sensors/Observations`, { qos: 0 });
-  const latencyFirst = 10_000_000;
-  const latencyCount = await publishPaced(publisher, (n) => `bench/one/${n % 10}`, latencyFirst, LATENCY_RATE, LATENCY_SECONDS, (n, at) => sentAt.set(n, at));
-  await until('every latency sample', 60_000, async () => (latencies.length >= latencyCount ? true : undefined), 100).catch(() => undefined);
-  await subscriber.endAsync();
-  latencies.sort((a, b) => a - b);
-  report(`| End to end at ${LATENCY_RATE} msg/s for ${LATENCY_SECONDS} s (publish → Observation from the data API's MQTT) | p50 ${percentile(latencies, 0.5).toFixed(0)} ms, p99 ${percentile(latencies, 0.99).toFixed(0)} ms, max ${latencies.at(-1)?.toFixed(0)} ms | ${latencies.length} of ${latencyCount} received | |`);
-
-  // Ten pipelines, one dataset each, messages spread over them.
-  const ten: PipelineTarget[] = [];
-  for (let i = 0; i < 10; i++) {
-    const source = await availableSource(API, token, `ten-${i}`, 'MQTT', { urls: [broker.url], topics: [`bench/ten/${i}/+`], qos: QOS });
-    ten.push(await releasedPipeline(API, DATA_API, token, `pipeline ${i} of ten`, source));
+  if (SCENARIOS.has('latency')) {
+    // Latency at a steady 1,000 messages/s: publish → Observation received from the data API's MQTT.
+    const sentAt = new Map<number, number>();
+    const latencies: number[] = [];
+    const subscriber = await mqtt.connectAsync(`mqtt://127.0.0.1:${PORTS.mqtt}`, { username: 'token', password: token, clientId: 'bench-subscriber' });
+    subscriber.on('message', (_topic, payload) => {
+      const at = performance.now();
+      const result = (JSON.parse(payload.toString()) as { result: number }).result;
+      const sent = sentAt.get(result);
+      if (sent !== undefined) latencies.push(at - sent);
+    });
+    await subscriber.subscribeAsync(`v1/datasets/${one.datasetId}/sensors/Observations`, { qos: 0 });
+    const latencyFirst = 10_000_000;
+    // Visible to a read: the highest message number stored, polled every 10 ms from the table the
+    // data API reads (messages are stored in the order they were sent, one pipeline, one connection).
+    const visible: number[] = [];
+    let seen = latencyFirst - 1;
+    let polling = true;
+    const poller = (async () => {
+      const reader = new pg.Client({ connectionString: database.url });
+      await reader.connect();
+      while (polling) {
+        const { rows } = await reader.query(`select max((result #>> '{}')::bigint) as m from "${one.schema}".observations where (result #>> '{}')::bigint >= $1`, [latencyFirst]);
+        const at = performance.now();
+        const highest = Number(rows[0].m ?? latencyFirst - 1);
+        for (let n = seen + 1; n <= highest; n++) visible.push(at - sentAt.get(n)!);
+        seen = Math.max(seen, highest);
+        await sleep(10);
+      }
+      await reader.end();
+    })();
+    const latencyCount = await publishPaced(publisher, (n) => `bench/one/${n % 10}`, latencyFirst, LATENCY_RATE, LATENCY_SECONDS, (n, at) => sentAt.set(n, at));
+    await until('every latency sample', 60_000, async () => (latencies.length >= latencyCount && visible.length >= latencyCount ? true : undefined), 100).catch(() => undefined);
+    polling = false;
+    await poller;
+    await subscriber.endAsync();
+    latencies.sort((a, b) => a - b);
+    visible.sort((a, b) => a - b);
+    report(`| End to end at ${LATENCY_RATE} msg/s for ${LATENCY_SECONDS} s: publish → visible to a read (the stored row, polled every 10 ms) | p50 ${percentile(visible, 0.5).toFixed(0)} ms, p99 ${percentile(visible, 0.99).toFixed(0)} ms, max ${visible.at(-1)?.toFixed(0)} ms | ${visible.length} of ${latencyCount} | |`);
+    report(`| … publish → Observation received from the data API's MQTT | p50 ${percentile(latencies, 0.5).toFixed(0)} ms, p99 ${percentile(latencies, 0.99).toFixed(0)} ms, max ${latencies.at(-1)?.toFixed(0)} ms | ${latencies.length} of ${latencyCount} received | |`);
   }
-  const tenRates: number[] = [];
-  let tenOffset = 0;
-  for (let round = 1; round <= ROUNDS; round++) {
-    const before = await countIn(db, ten);
-    const started = performance.now();
-    await publishBurst(publisher, (n) => `bench/ten/${n % 10}/${n % 7}`, tenOffset, MESSAGES);
-    const done = await storedAt(db, ten, before + MESSAGES);
-    tenOffset += MESSAGES;
-    tenRates.push(MESSAGES / ((done - started) / 1000));
-    say(`ten pipelines round ${round}: ${tenRates.at(-1)!.toFixed(0)} msg/s`);
+
+  if (SCENARIOS.has('ten')) {
+    // Ten pipelines, one dataset each, messages spread over them.
+    const ten: PipelineTarget[] = [];
+    for (let i = 0; i < 10; i++) {
+      const source = await availableSource(API, token, `ten-${i}`, 'MQTT', { urls: [broker.url], topics: [`bench/ten/${i}/+`], qos: QOS });
+      ten.push(await releasedPipeline(API, DATA_API, token, `pipeline ${i} of ten`, source));
+    }
+    const tenRates: number[] = [];
+    let tenOffset = 0;
+    for (let round = 1; round <= ROUNDS; round++) {
+      const before = await countIn(db, ten);
+      const started = performance.now();
+      await publishBurst(publisher, (n) => `bench/ten/${n % 10}/${n % 7}`, tenOffset, MESSAGES);
+      const done = await storedAt(db, ten, before + MESSAGES);
+      tenOffset += MESSAGES;
+      tenRates.push(MESSAGES / ((done - started) / 1000));
+      say(`ten pipelines round ${round}: ${tenRates.at(-1)!.toFixed(0)} msg/s`);
+    }
+    report(`| MQTT → STA, ten pipelines (ten datasets), ${MESSAGES.toLocaleString('en')} messages QoS ${QOS} | ${median(tenRates).toFixed(0)} msg/s (${spread(tenRates)}) | (ceiling as above) | ${(median(tenRates) / median(ceiling)).toFixed(2)}× |`);
   }
-  report(`| MQTT → STA, ten pipelines (ten datasets), ${MESSAGES.toLocaleString('en')} messages QoS ${QOS} | ${median(tenRates).toFixed(0)} msg/s (${spread(tenRates)}) | (ceiling as above) | ${(median(tenRates) / median(ceiling)).toFixed(2)}× |`);
 
-  // SQL polling of 100,000 rows, beside CreateObservations of the same rows.
-  await db.query(`create schema bench_src; create table bench_src.readings (id bigserial primary key, s int, v double precision, t timestamptz)`);
-  await db.query(`insert into bench_src.readings (s, v, t) select n % 10, n, timestamptz '2030-01-01' + n * interval '10 ms' from generate_series(1, $1) n`, [SQL_ROWS]);
-  const sqlSource = await availableSource(API, token, 'sql', 'SQL', { driver: 'postgres', dsn: database.url, table: 'bench_src.readings', columns: ['s', 'v', 't'], cursor_column: 'id' });
-  const sqlStarted = performance.now();
-  const sqlTarget = await releasedPipeline(API, DATA_API, token, 'sql pipeline', sqlSource, '*/1 * * * * *');
-  const sqlDone = await storedAt(db, [sqlTarget], SQL_ROWS);
-  const sqlRate = SQL_ROWS / ((sqlDone - sqlStarted) / 1000);
-  const sqlCeiling = await createObservationsDirectly(one, token, ceilingDatastream, directOffset, SQL_ROWS);
-  directOffset += SQL_ROWS;
-  report(`| SQL polling, ${SQL_ROWS.toLocaleString('en')} rows (release → all stored, first poll within 1 s) | ${sqlRate.toFixed(0)} rows/s | CreateObservations ${sqlCeiling.toFixed(0)} rows/s | ${(sqlRate / sqlCeiling).toFixed(2)}× |`);
+  if (SCENARIOS.has('sql')) {
+    // SQL polling of 100,000 rows, beside CreateObservations of the same rows.
+    await db.query(`create schema bench_src; create table bench_src.readings (id bigserial primary key, s int, v double precision, t timestamptz)`);
+    await db.query(`insert into bench_src.readings (s, v, t) select n % 10, n, timestamptz '2030-01-01' + n * interval '10 ms' from generate_series(1, $1) n`, [SQL_ROWS]);
+    const sqlSource = await availableSource(API, token, 'sql', 'SQL', { driver: 'postgres', dsn: database.url, table: 'bench_src.readings', columns: ['s', 'v', 't'], cursor_column: 'id' });
+    const sqlStarted = performance.now();
+    const sqlTarget = await releasedPipeline(API, DATA_API, token, 'sql pipeline', sqlSource, '*/1 * * * * *');
+    const sqlDone = await storedAt(db, [sqlTarget], SQL_ROWS);
+    const sqlRate = SQL_ROWS / ((sqlDone - sqlStarted) / 1000);
+    const sqlCeiling = await createObservationsDirectly(one, token, ceilingDatastream, directOffset, SQL_ROWS);
+    directOffset += SQL_ROWS;
+    report(`| SQL polling, ${SQL_ROWS.toLocaleString('en')} rows (release → all stored, first poll within 1 s) | ${sqlRate.toFixed(0)} rows/s | CreateObservations ${sqlCeiling.toFixed(0)} rows/s | ${(sqlRate / sqlCeiling).toFixed(2)}× |`);
+  }
 
-  // Soak: a steady rate for SOAK_SECONDS, the server's RSS sampled every 5 s.
-  const samples: number[] = [];
-  const sampler = setInterval(() => samples.push(rss(serverPid)), 5000);
-  const soakBefore = await countIn(db, [one]);
-  const soakCount = await publishPaced(publisher, (n) => `bench/one/${n % 10}`, 20_000_000, SOAK_RATE, SOAK_SECONDS);
-  await storedAt(db, [one], soakBefore + soakCount);
-  clearInterval(sampler);
-  const settled = samples[Math.min(samples.length - 1, 6)]!; // after the first 30 s
-  report(`| Memory over ${SOAK_SECONDS} s at ${SOAK_RATE} msg/s (server RSS, sampled every 5 s) | ${settled.toFixed(0)} MiB at 30 s, max ${Math.max(...samples).toFixed(0)} MiB, end ${samples.at(-1)!.toFixed(0)} MiB | growth after 30 s: ${(Math.max(...samples.slice(6)) - settled).toFixed(0)} MiB | |`);
+  if (SCENARIOS.has('soak')) {
+    // Soak: a steady rate for SOAK_SECONDS, the server's RSS sampled every 5 s.
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(rss(serverPid)), 5000);
+    const soakBefore = await countIn(db, [one]);
+    const soakCount = await publishPaced(publisher, (n) => `bench/one/${n % 10}`, 20_000_000, SOAK_RATE, SOAK_SECONDS);
+    await storedAt(db, [one], soakBefore + soakCount);
+    clearInterval(sampler);
+    const settled = samples[Math.min(samples.length - 1, 6)]!; // after the first 30 s
+    report(`| Memory over ${SOAK_SECONDS} s at ${SOAK_RATE} msg/s (server RSS, sampled every 5 s) | ${settled.toFixed(0)} MiB at 30 s, max ${Math.max(...samples).toFixed(0)} MiB, end ${samples.at(-1)!.toFixed(0)} MiB | growth after 30 s: ${(Math.max(...samples.slice(6)) - settled).toFixed(0)} MiB | |`);
+  }
 
-  // Takeover: a second process (pipelines only), then kill -9 of the first while 1,000 msg/s keep coming.
-  second = await startServer({
-    command: process.execPath, args: ['dist/server.js', 'api'], serverCommandLine: /^\S*node dist\/server\.js api/,
-    env: serverEnv({ DATABASE_URL: database.url, PORT: String(PORTS.second), BASE_URL: `http://127.0.0.1:${PORTS.second}`, DEV_IDP: 'off' }),
-    readyUrl: `http://127.0.0.1:${PORTS.second}/health/ready`, logFile: join(workDir, 'second.log'),
-  });
-  const statusOf = async () => (await db.query(`select runtime_status from pipelines where id = $1`, [one.pipelineId])).rows[0].runtime_status as { lastEventId: string; state: string };
-  const takeoverBefore = await countIn(db, [one]);
-  const eventBefore = (await statusOf()).lastEventId;
-  const paced = publishPaced(publisher, (n) => `bench/one/${n % 10}`, 30_000_000, 1000, 20);
-  await sleep(5000);
-  process.kill(serverPid, 'SIGKILL');
-  const killedAt = performance.now();
-  const takenAt = await until('the second process to run the pipeline', 60_000, async () => {
-    const status = await statusOf();
-    return status.lastEventId !== eventBefore && status.state === 'RUNNING' ? performance.now() : undefined;
-  }, 20);
-  const takeoverCount = await paced;
-  await storedAt(db, [one], takeoverBefore + takeoverCount, 120_000);
-  await sleep(2000);
-  const stored = (await countIn(db, [one])) - takeoverBefore;
-  report(`| Takeover after kill -9 (1,000 msg/s kept coming) | RUNNING on the other process ${((takenAt - killedAt) / 1000).toFixed(1)} s after the kill | ${stored} stored of ${takeoverCount} published | ${stored === takeoverCount ? 'none lost or doubled' : 'MISMATCH'} |`);
+  if (SCENARIOS.has('takeover')) {
+    // Takeover: a second process (pipelines only), then kill -9 of the first while 1,000 msg/s keep coming.
+    second = await startServer({
+      command: process.execPath, args: ['dist/server.js', 'api'], serverCommandLine: /^\S*node dist\/server\.js api/,
+      env: serverEnv({ DATABASE_URL: database.url, PORT: String(PORTS.second), BASE_URL: `http://127.0.0.1:${PORTS.second}`, DEV_IDP: 'off' }),
+      readyUrl: `http://127.0.0.1:${PORTS.second}/health/ready`, logFile: join(workDir, 'second.log'),
+    });
+    const statusOf = async () => (await db.query(`select runtime_status from pipelines where id = $1`, [one.pipelineId])).rows[0].runtime_status as { lastEventId: string; state: string };
+    const takeoverBefore = await countIn(db, [one]);
+    const eventBefore = (await statusOf()).lastEventId;
+    const paced = publishPaced(publisher, (n) => `bench/one/${n % 10}`, 30_000_000, 1000, 20);
+    await sleep(5000);
+    process.kill(serverPid, 'SIGKILL');
+    const killedAt = performance.now();
+    const takenAt = await until('the second process to run the pipeline', 60_000, async () => {
+      const status = await statusOf();
+      return status.lastEventId !== eventBefore && status.state === 'RUNNING' ? performance.now() : undefined;
+    }, 20);
+    const takeoverCount = await paced;
+    await storedAt(db, [one], takeoverBefore + takeoverCount, 120_000);
+    await sleep(2000);
+    const stored = (await countIn(db, [one])) - takeoverBefore;
+    report(`| Takeover after kill -9 (1,000 msg/s kept coming) | RUNNING on the other process ${((takenAt - killedAt) / 1000).toFixed(1)} s after the kill | ${stored} stored of ${takeoverCount} published | ${stored === takeoverCount ? 'none lost or doubled' : 'MISMATCH'} |`);
+  }
+
   await publisher.endAsync();
 
   const header = [

@@ -62,6 +62,8 @@ export class PipelineRun {
   readonly #connectors: Connector[] = [];
   readonly #sourceStates = new Map<string, ConnectorState>();
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Per data source, the batch being written: the next one waits for it. */
+  readonly #writing = new Map<string, Promise<void>>();
   #writerProblem: string | null = null;
   #lastPrune = 0;
 
@@ -169,7 +171,6 @@ export class PipelineRun {
 
   async #deliver(source: DataSourceSpec, mapping: CompiledMapping, writer: PayloadWriter, batch: SourceBatch): Promise<void> {
     if (this.stopping) throw new PipelineStopped();
-    const { id: pipelineId } = this.spec;
     const mapped: MappedRecord[] = [];
     const mappedFrom: number[] = [];
     const rejections: Rejection[] = [];
@@ -184,6 +185,26 @@ export class PipelineRun {
       else rejections.push({ dataSourceId: source.id, receivedAt: record.receivedAt, reason: result.reason, field: result.field, record: record.value ?? record.text ?? null });
     }
     const lastReceived = batch.records.at(-1)?.receivedAt;
+
+    // Mapped at once; written after the batch before it from the same source (commits stay in order).
+    const before = this.#writing.get(source.id) ?? Promise.resolve();
+    let written!: () => void;
+    const mine = new Promise<void>((resolve) => (written = resolve));
+    this.#writing.set(source.id, mine);
+    try {
+      await before;
+      await this.#write(source, writer, batch, mapped, mappedFrom, rejections, skipped, lastReceived);
+    } finally {
+      written();
+      if (this.#writing.get(source.id) === mine) this.#writing.delete(source.id);
+    }
+  }
+
+  async #write(
+    source: DataSourceSpec, writer: PayloadWriter, batch: SourceBatch, mapped: MappedRecord[], mappedFrom: number[],
+    rejections: Rejection[], skipped: number, lastReceived: Date | undefined,
+  ): Promise<void> {
+    const { id: pipelineId } = this.spec;
 
     for (let attempt = 1; ; attempt++) {
       if (this.stopping) throw new PipelineStopped();

@@ -54,7 +54,7 @@ export interface ConnectorContext {
   schedule: string | null;
   /** Aborted when the pipeline stops (unrelease, delete, restart, lease lost, process shutdown). */
   signal: AbortSignal;
-  /** Maps, writes and commits a batch; see `SourceBatch`. Batches of one connector are delivered one at a time, in order. */
+  /** Maps, writes and commits a batch; see `SourceBatch`. A connector may hand over the next batch before the last settled (it is mapped meanwhile); batches of one source are written and settle in the order they were handed over. */
   deliver(batch: SourceBatch): Promise<void>;
   /** The position saved with the last committed batch of this data source (undefined: none yet). */
   position(): Promise<unknown>;

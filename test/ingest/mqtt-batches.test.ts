@@ -14,12 +14,12 @@ import { waitFor } from '../helpers/wait.js';
 
 const record = (n: number): SourceRecord => ({ value: { n }, receivedAt: new Date() });
 
-function heldPump(limits: { maxBatchRecords: number; maxBufferedRecords: number }) {
+function heldPump(limits: { maxBatchRecords: number; maxBufferedRecords: number; maxBatchesInFlight?: number }) {
   const batches: Array<{ batch: SourceBatch; commit: () => void; fail: (error: Error) => void }> = [];
   const failures: unknown[] = [];
   const pump = new BatchPump(
     (batch) => new Promise<void>((resolve, reject) => batches.push({ batch, commit: resolve, fail: reject })),
-    limits,
+    { maxBatchesInFlight: 1, ...limits },
     (error) => failures.push(error),
   );
   return { pump, batches, failures };
@@ -61,6 +61,25 @@ describe('MQTT batch pump', () => {
     await waitFor(() => failures.length === 1, { what: 'the failure' });
     pump.take({ records: [record(3)], ack: ack('late') }, () => released.push('late go-ahead'));
     assert.deepEqual(released, ['first', 'empty'], 'nothing acknowledged or taken after deliver rejected');
+  });
+});
+
+describe('MQTT batch pump, two batches in flight', () => {
+  test('the second batch is handed over before the first committed; acknowledgements still go out in arrival order', async () => {
+    const { pump, batches } = heldPump({ maxBatchRecords: 1, maxBufferedRecords: 100, maxBatchesInFlight: 2 });
+    const released: string[] = [];
+    const ack = (name: string) => ({ release: () => released.push(name) });
+    for (const name of ['first', 'second', 'third']) pump.take({ records: [record(released.length)], ack: ack(name) }, () => {});
+    await waitFor(() => batches.length === 2, { what: 'two batches under way' });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(batches.length, 2, 'no third while two are under way');
+    batches[1]!.commit();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(released, [], 'the second waits for the first');
+    batches[0]!.commit();
+    await waitFor(() => released.length === 2, { what: 'both acknowledgements' });
+    assert.deepEqual(released, ['first', 'second']);
+    await waitFor(() => batches.length === 3, { what: 'the third batch' });
   });
 });
 

@@ -2,9 +2,11 @@ import type { SourceBatch, SourceRecord } from '../types.js';
 import type { HeldAck } from './mqtt-acks.js';
 
 /**
- * Messages gathered into batches for `deliver`: one batch at a time, in arrival order, while the
- * next one accumulates, so that a commit's latency is paid per batch and not per message. A
- * message's acknowledgement is released once the batch holding all its records committed.
+ * Messages gathered into batches for `deliver`, in arrival order, while the next one accumulates,
+ * so that a commit's latency is paid per batch and not per message. Two batches may be under way
+ * at once: the runtime maps the second while the first is being written, and commits them in
+ * order. A message's acknowledgement is released once the batch holding all its records, and
+ * every batch before it, committed.
  *
  * What is buffered and not yet committed is bounded: past `maxBufferedRecords`, the message's
  * `proceed` (MQTT.js's go-ahead for the next packet) waits until a commit makes room, so that
@@ -16,9 +18,11 @@ export interface BatchLimits {
   maxBatchRecords: number;
   /** Records taken and not yet committed beyond which reading pauses. */
   maxBufferedRecords: number;
+  /** Batches handed to `deliver` and not yet committed, at most. */
+  maxBatchesInFlight: number;
 }
 
-export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxBatchRecords: 1_000, maxBufferedRecords: 10_000 };
+export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxBatchRecords: 1_000, maxBufferedRecords: 10_000, maxBatchesInFlight: 2 };
 
 export interface TakenMessage {
   records: SourceRecord[];
@@ -30,7 +34,9 @@ export class BatchPump {
   private readonly queue: TakenMessage[] = [];
   private readonly waiting: Array<() => void> = [];
   private buffered = 0;
-  private delivering = false;
+  private delivering = 0;
+  /** Settles when every batch handed over so far has been acknowledged (in order). */
+  private acknowledged: Promise<void> = Promise.resolve();
   private scheduled = false;
   private stopped = false;
 
@@ -64,9 +70,8 @@ export class BatchPump {
   }
 
   private schedule() {
-    if (this.delivering || this.scheduled || this.stopped || this.queue.length === 0) return;
+    if (this.delivering >= this.limits.maxBatchesInFlight || this.scheduled || this.stopped || this.queue.length === 0) return;
     this.scheduled = true;
-    // After the packets MQTT.js already parsed from the same chunk were taken: a fuller batch.
     setImmediate(() => {
       this.scheduled = false;
       void this.deliverNext();
@@ -74,19 +79,26 @@ export class BatchPump {
   }
 
   private async deliverNext() {
-    if (this.delivering || this.stopped || this.queue.length === 0) return;
+    if (this.delivering >= this.limits.maxBatchesInFlight || this.stopped || this.queue.length === 0) return;
     const messages = this.nextBatch();
     const records = messages.flatMap((message) => message.records);
-    this.delivering = true;
+    this.delivering++;
+    const before = this.acknowledged;
+    const delivered = records.length > 0 ? this.deliver({ records }) : Promise.resolve();
+    let done!: () => void;
+    this.acknowledged = new Promise((resolve) => (done = resolve));
+    // Another batch may be mapped meanwhile.
+    this.schedule();
     try {
-      // Messages without records (an empty array) need no transaction, only their place in the order.
-      if (records.length > 0) await this.deliver({ records });
+      await delivered;
+      await before;
     } catch (error) {
       this.stop();
       this.onDeliverFailed(error);
       return;
     } finally {
-      this.delivering = false;
+      this.delivering--;
+      done();
     }
     if (this.stopped) return;
     for (const message of messages) message.ack?.release();
