@@ -7,6 +7,8 @@ import { pipelineDataset, release, releasedDataSource, unrelease } from '../help
 import { missing, requireMosquitto } from '../helpers/requirements.js';
 import { connect, mqttGateway, nextMessage, subscribeOne, topicOf } from '../data-api/mqtt-helpers.js';
 import type { FastifyInstance } from 'fastify';
+import { mosquittoMissing, startMosquitto } from '../ingest/mosquitto.js';
+import { freePort } from '../faults/harness.js';
 
 /**
  * Issue 17: an MQTT topic of the machine's Mosquitto fills an STA API through the runtime. Each
@@ -94,3 +96,38 @@ for (const kind of databaseKinds()) {
     });
   });
 }
+
+describe('a broker that goes away and comes back (pglite)', { skip: mosquittoMissing }, () => {
+  let t: TestApp;
+  before(async () => { t = await buildTestApp('pglite', { PIPELINE_RECONCILE_MS: '200' }); });
+  after(() => t?.close());
+
+  it('shows RETRYING naming the broker while it is away, RUNNING again once it is back, and goes on storing', async () => {
+    const port = await freePort();
+    let broker = await startMosquitto(port);
+    try {
+      const source = await releasedDataSource(t, 'MQTT', { urls: [broker.url], topics: ['away/#'], qos: 1 });
+      const dataset = await pipelineDataset(t, { dataSourceIds: [source.id], mapping: MAPPING });
+      await dataset.statusUntil((s) => s?.state === 'RUNNING', 'the pipeline to subscribe');
+      const send = async (pm10: number, time: string) => {
+        const client = await mqtt.connectAsync(broker.url, { protocolVersion: 4 });
+        await client.publishAsync('away/air/bahnhof', JSON.stringify({ pm10, time }), { qos: 1 });
+        await client.endAsync();
+      };
+      await send(5, '2026-11-25T12:00:00Z');
+      await dataset.statusUntil((s) => s?.written === 1, 'the first message');
+
+      await broker.stop();
+      const away = await dataset.statusUntil((s) => s?.state === 'RETRYING', 'RETRYING while the broker is away', 20_000);
+      assert.equal(away!.source, 'CONNECTOR');
+      assert.match(away!.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+
+      broker = await startMosquitto(port);
+      await dataset.statusUntil((s) => s?.state === 'RUNNING', 'RUNNING once the broker is back', 60_000);
+      await send(6, '2026-11-25T12:01:00Z');
+      await dataset.statusUntil((s) => s?.written === 2, 'a message after the broker came back');
+    } finally {
+      await broker.stop();
+    }
+  });
+});

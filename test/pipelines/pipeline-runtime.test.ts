@@ -90,6 +90,12 @@ for (const kind of databaseKinds()) {
       await dataset.statusUntil((s) => (s?.received ?? 0) >= 16, 'the repeated polls to be counted');
       const again = await dataset.request('GET', '/Observations?$count=true&$top=0');
       assert.equal(again.json()['@iot.count'], 2);
+
+      // The process's metrics count the records of the pipelines it runs.
+      const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+      assert.match(metrics.body, new RegExp(`pipeline_records_total\\{pipeline="${dataset.pipelineId}",outcome="written"\\} 2\\n`));
+      assert.match(metrics.body, new RegExp(`pipeline_records_total\\{pipeline="${dataset.pipelineId}",outcome="rejected"\\} [1-9]`));
+      assert.match(metrics.body, new RegExp(`pipeline_last_record_age_seconds\\{pipeline="${dataset.pipelineId}"\\} \\d`));
     });
 
     it('restart starts it again with fresh counters; unrelease stops it (status null, no more polls), release starts it again', async () => {
