@@ -186,14 +186,15 @@ export class PipelineRun {
     }
     const lastReceived = batch.records.at(-1)?.receivedAt;
 
-    // Mapped at once; written after the batch before it from the same source (commits stay in order).
+    // Mapped and checked at once; written after the batch before it from the same source (commits stay in order).
+    const prepared = mapped.length > 0 ? writer.prepare?.(mapped) : undefined;
     const before = this.#writing.get(source.id) ?? Promise.resolve();
     let written!: () => void;
     const mine = new Promise<void>((resolve) => (written = resolve));
     this.#writing.set(source.id, mine);
     try {
       await before;
-      await this.#write(source, writer, batch, mapped, mappedFrom, rejections, skipped, lastReceived);
+      await this.#write(source, writer, batch, { mapped, prepared }, mappedFrom, rejections, skipped, lastReceived);
     } finally {
       written();
       if (this.#writing.get(source.id) === mine) this.#writing.delete(source.id);
@@ -201,7 +202,7 @@ export class PipelineRun {
   }
 
   async #write(
-    source: DataSourceSpec, writer: PayloadWriter, batch: SourceBatch, mapped: MappedRecord[], mappedFrom: number[],
+    source: DataSourceSpec, writer: PayloadWriter, batch: SourceBatch, { mapped, prepared }: { mapped: MappedRecord[]; prepared: unknown }, mappedFrom: number[],
     rejections: Rejection[], skipped: number, lastReceived: Date | undefined,
   ): Promise<void> {
     const { id: pipelineId } = this.spec;
@@ -219,7 +220,7 @@ export class PipelineRun {
           runnable = await this.#deps.stillRunnable(db, pipelineId);
           if (!runnable) return;
           if (mapped.length > 0) {
-            result = await writer.write(db, this.spec.schema, mapped);
+            result = await writer.write(db, this.spec.schema, mapped, prepared);
             for (const [i, outcome] of result.outcomes.entries()) {
               if (outcome.outcome === 'written') written++;
               else if (outcome.outcome === 'duplicate') duplicates++;

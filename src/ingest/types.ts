@@ -117,7 +117,13 @@ export type WriteOutcome =
  * changes to MQTT subscribers, keep what was created in caches); `rolledBack` when it did not.
  */
 export interface PayloadWriter {
-  write(trx: Database, schema: string, records: readonly MappedRecord[]): Promise<WriteResult>;
+  /**
+   * The work on the records that needs no database (checking them against the target): the
+   * runtime calls it before the batch waits for the one before it to commit, so that it overlaps
+   * that batch's database work, and hands its result to `write`.
+   */
+  prepare?(records: readonly MappedRecord[]): unknown;
+  write(trx: Database, schema: string, records: readonly MappedRecord[], prepared?: unknown): Promise<WriteResult>;
 }
 
 export interface WriteResult {

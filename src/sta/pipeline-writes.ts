@@ -49,11 +49,13 @@ export function createObservationWriter(deps: ObservationWriterDeps): PayloadWri
   };
 
   return {
-    async write(trx: Database, schema: string, records: readonly MappedRecord[]): Promise<WriteResult> {
+    prepare: (records) => records.map((record) => parseRecord(record)),
+    async write(trx: Database, schema: string, records: readonly MappedRecord[], prepared?: unknown): Promise<WriteResult> {
       const outcomes: (WriteOutcome | undefined)[] = records.map(() => undefined);
       const rows: { index: number; row: ObservationRow }[] = [];
-      records.forEach((record, index) => {
-        const parsed = parseRecord(record);
+      const parsedRecords = (prepared as ReturnType<typeof parseRecord>[] | undefined) ?? records.map((record) => parseRecord(record));
+      records.forEach((_record, index) => {
+        const parsed = parsedRecords[index]!;
         if (isFault(parsed)) outcomes[index] = rejected(parsed.field, parsed.reason);
         else rows.push({ index, row: parsed });
       });
