@@ -3,7 +3,7 @@ import { depthExceededAt } from '../../http/json-body.js';
 import { durationMs } from './durations.js';
 import { DEFAULT_HTTP_LIMITS, describeUrl, fetchAnswer, PollFailure, type HttpLimits } from './http-answer.js';
 import { pointerTokens, resolvePointer } from './json-pointer.js';
-import { Backoff, pause, reasonOf, stateReporter, unlessAborted } from './polling.js';
+import { Backoff, pause, reasonOf, stateReporter, stoppable, unlessAborted } from './polling.js';
 
 /**
  * The HTTP polling connector: GETs `url` every `interval`, conditionally (the previous answer's
@@ -33,17 +33,13 @@ interface HttpSettings {
 export function createHttpConnector(overrides: Partial<HttpConnectorLimits> = {}): ConnectorFactory {
   const limits = { ...DEFAULTS, ...overrides };
   return async (context) => {
-    const stopper = new AbortController();
-    const onPipelineStop = () => stopper.abort();
-    context.signal.addEventListener('abort', onPipelineStop, { once: true });
-    if (context.signal.aborted) stopper.abort();
+    const stopper = stoppable(context.signal);
     const running = poll(context, limits, stopper.signal).catch((error: unknown) => {
       context.log.error({ err: reasonOf(error), dataSourceId: context.dataSource.id }, 'HTTP connector stopped on an unexpected error');
     });
     const connector: Connector = {
       async stop() {
-        stopper.abort();
-        context.signal.removeEventListener('abort', onPipelineStop);
+        stopper.stop();
         await running;
       },
     };

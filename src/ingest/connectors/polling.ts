@@ -68,3 +68,9 @@ export function reasonOf(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
+
+/** A signal that aborts when the pipeline stops or when the connector's own `stop()` runs, whichever comes first. */
+export function stoppable(pipeline: AbortSignal): { signal: AbortSignal; stop(): void } {
+  const own = new AbortController();
+  return { signal: AbortSignal.any([pipeline, own.signal]), stop: () => own.abort() };
+}

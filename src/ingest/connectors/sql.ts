@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Connector, ConnectorContext, ConnectorFactory, SourceRecord } from '../types.js';
-import { Backoff, pause, reasonOf, stateReporter, unlessAborted } from './polling.js';
+import { Backoff, pause, reasonOf, stateReporter, stoppable, unlessAborted } from './polling.js';
 import { pollSchedule, type NextPoll } from './schedule.js';
 import { parseDsn, type DsnSettings } from './sql-dsn.js';
 import { CURSOR_ALIAS, everyRowStatement, pageStatement, sameValueStatement, sqlSource, type SqlSource } from './sql-statement.js';
@@ -40,18 +40,14 @@ interface SqlSettings {
 export function createSqlConnector(overrides: Partial<SqlConnectorLimits> = {}): ConnectorFactory {
   const limits = { ...DEFAULTS, ...overrides };
   return async (context) => {
-    const stopper = new AbortController();
-    const onPipelineStop = () => stopper.abort();
-    context.signal.addEventListener('abort', onPipelineStop, { once: true });
-    if (context.signal.aborted) stopper.abort();
+    const stopper = stoppable(context.signal);
     const reader = new SqlReader(context, limits, stopper.signal);
     const running = reader.run().catch((error: unknown) => {
       context.log.error({ err: reader.scrub(reasonOf(error)), dataSourceId: context.dataSource.id }, 'SQL connector stopped on an unexpected error');
     });
     const connector: Connector = {
       async stop() {
-        stopper.abort();
-        context.signal.removeEventListener('abort', onPipelineStop);
+        stopper.stop();
         // Ending the connection cuts a query in flight short; the loop then sees the abort.
         await reader.disconnect();
         await running;

@@ -24,7 +24,7 @@ export function pipelineCatalog(secrets: SecretKeyRing): PipelineCatalog {
     async load(db, id) {
       const row = await pipelineDefinition(db, id);
       if (!row) return null;
-      const sourceIds = typeof row.data_source_ids === 'string' ? JSON.parse(row.data_source_ids) as string[] : row.data_source_ids;
+      const sourceIds = row.data_source_ids;
       const dataSources: DataSourceSpec[] = [];
       for (const sourceId of sourceIds) {
         const opened = await openedSourceConfiguration(db, secrets, sourceId);
@@ -47,7 +47,7 @@ export function pipelineCatalog(secrets: SecretKeyRing): PipelineCatalog {
     async stillRunnable(trx, id) {
       const row = await pipelineDefinition(trx, id);
       if (!row || !(await holdAvailableDataset(trx, row.dataset_id))) return false;
-      const sourceIds = typeof row.data_source_ids === 'string' ? JSON.parse(row.data_source_ids) as string[] : row.data_source_ids;
+      const sourceIds = row.data_source_ids;
       return (await availableDataSourceIds(trx, sourceIds)).size === new Set(sourceIds).size;
     },
     async saveStatus(db, id, status) {
@@ -83,7 +83,7 @@ export function pipelineSagaSteps(): DatasetSagaSteps {
       async run(trx: Database, job) {
         for (const id of await pipelineIdsOfDataset(trx, job.subjectId)) {
           const row = (await pipelineDefinition(trx, id))!;
-          const sourceIds = typeof row.data_source_ids === 'string' ? JSON.parse(row.data_source_ids) as string[] : row.data_source_ids;
+          const sourceIds = row.data_source_ids;
           const available = await availableDataSourceIds(trx, sourceIds);
           const waiting = sourceIds.filter((sourceId) => !available.has(sourceId));
           await setRuntimeStatusOfPipelines(trx, [id], waiting.length === 0

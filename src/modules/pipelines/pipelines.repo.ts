@@ -81,9 +81,10 @@ export const runnablePipelineRows = (db: Database) =>
 
 /** One pipeline's stored definition, whatever its dataset (for the runtime). */
 export async function pipelineDefinition(db: Database, id: string) {
-  return db.selectFrom('pipelines').select(['id', 'dataset_id', 'name', 'mapping_ref', 'named_api_slug', 'schedule', 'restart_generation'])
+  const row = await db.selectFrom('pipelines').select(['id', 'dataset_id', 'name', 'mapping_ref', 'named_api_slug', 'schedule', 'restart_generation'])
     .select(sql<string[]>`to_jsonb(data_source_ids)`.as('data_source_ids'))
     .where('id', '=', id).executeTakeFirst();
+  return row && { ...row, data_source_ids: parsed<string[]>(row.data_source_ids) };
 }
 
 /** The runtime's status of a pipeline, written only while its dataset is AVAILABLE (else it reads null). */
