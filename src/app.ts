@@ -10,7 +10,9 @@ import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './htt
 import { authentication, type AuthenticationOptions } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
+import { proxyTrustOf } from './http/trusted-proxies.js';
 import { registerHealthRoutes } from './http/health.js';
+import { runBackgroundWork } from './jobs/background-work.js';
 import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
 import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
@@ -35,6 +37,8 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: requestIdOf,
+    // Behind trusted proxies (TRUST_PROXY) request.ip is the client they forwarded, not the proxy.
+    trustProxy: proxyTrustOf(ctx.config.trustProxy) ?? false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
@@ -60,9 +64,12 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
 }
 
-/** The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests inject). */
-export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance']): Promise<FastifyInstance> {
-  const app = Fastify(baseServerOptions(ctx, logger)).withTypeProvider<TypeBoxTypeProvider>();
+/**
+ * The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests
+ * inject; the entry routes a StartingServer's requests to it through `serverFactory`).
+ */
+export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['loggerInstance'], serverFactory?: FastifyServerOptions['serverFactory']): Promise<FastifyInstance> {
+  const app = Fastify({ ...baseServerOptions(ctx, logger), ...(serverFactory ? { serverFactory } : {}) }).withTypeProvider<TypeBoxTypeProvider>();
   countRequests(app, ctx.metrics, 'management');
   await installCommonPlumbing(app, ctx);
   await app.register(idempotency, { db: ctx.db });
@@ -101,15 +108,8 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   registerHealthRoutes(app, ctx.db);
   registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
 
-  // Saga workers run with the API and stop before the database closes (app.close() comes first).
-  app.addHook('onReady', async () => {
-    ctx.sagas.start();
-    ctx.pipelines.start();
-  });
-  app.addHook('onClose', async () => {
-    await ctx.pipelines.stop();
-    await ctx.sagas.stop();
-  });
+  // Sagas and pipelines run with the API, unless worker processes do them (BACKGROUND_WORK=off).
+  if (ctx.config.backgroundWork) runBackgroundWork(app, ctx);
   const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
 
   await app.register(async (v1) => {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Type, type Static } from 'typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -65,6 +66,11 @@ const EnvSchema = Type.Object({
   // Pipelines: how often each process looks for pipelines to start, stop or take over (with the lease
   // timeout it bounds a takeover after a process died).
   PIPELINE_RECONCILE_MS: Type.Integer({ default: 1000, minimum: 50, maximum: 60_000 }),
+  // Whether `api` and `all` processes run the saga workers and the pipeline runtime (`worker` always
+  // does): `off` where worker replicas do it, so that request-serving replicas scale apart.
+  BACKGROUND_WORK: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  // The reverse proxies whose X-Forwarded-* headers are believed: a hop count or addresses/CIDRs; checked below.
+  TRUST_PROXY: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
   // GET /metrics: open like /health/* unless set; then scrapers send it as a bearer token.
   // No bound that could fail: a rejected value would be echoed in the error line, and this one is a secret.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
@@ -114,6 +120,13 @@ export interface Config {
   /** `token`: the bearer token GET /metrics requires (METRICS_TOKEN); null: open like /health/*. */
   metrics: { token: string | null };
   pipelines: { reconcileMs: number };
+  /** Whether `api` and `all` processes run the sagas and pipelines (BACKGROUND_WORK); `worker` always does. */
+  backgroundWork: boolean;
+  /**
+   * The reverse proxies in front (TRUST_PROXY) whose X-Forwarded-For/-Proto/-Host are believed: the
+   * number of hops, or the addresses and CIDRs of the proxies; null: none (the TCP peer is the client).
+   */
+  trustProxy: TrustedProxies | null;
   logLevel: string;
 }
 
@@ -130,6 +143,8 @@ export interface DataApiLimits {
   /** Requests in one `$batch`. */
   batchMaxRequests: number;
 }
+
+export type TrustedProxies = { hops: number } | { addresses: string[] };
 
 export class ConfigError extends Error {}
 
@@ -220,6 +235,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     metrics: { token: e.METRICS_TOKEN ?? null },
     pipelines: { reconcileMs: e.PIPELINE_RECONCILE_MS },
+    backgroundWork: e.BACKGROUND_WORK === 'on',
+    trustProxy: e.TRUST_PROXY === undefined ? null : parseTrustProxy(e.TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
   };
 }
@@ -240,6 +257,38 @@ function parseSecretsKey(env: NodeJS.ProcessEnv, setting: 'SECRETS_KEY' | 'SECRE
     throw new ConfigError(`Invalid configuration: ${setting} must be 32 bytes in base64, such as the output of \`openssl rand -base64 32\` (got ${text.length} characters${decoded})`);
   }
   return Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+}
+
+/**
+ * TRUST_PROXY: `1`..`10` hops, or a comma list of addresses, CIDRs and proxy-addr's names (`loopback`,
+ * `linklocal`, `uniquelocal`). `true` (trust every hop) is refused: any client could then choose the
+ * address the per-address limits see.
+ */
+function parseTrustProxy(value: string): TrustedProxies {
+  const text = value.trim();
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops < 1 || hops > 10) throw new ConfigError(`Invalid configuration: TRUST_PROXY must be a hop count from 1 to 10 or a list of proxy addresses (got ${JSON.stringify(value)})`);
+    return { hops };
+  }
+  const addresses = listOf(text);
+  const invalid = addresses.find((address) => !isProxyAddress(address));
+  if (addresses.length === 0 || invalid !== undefined) {
+    throw new ConfigError(`Invalid configuration: TRUST_PROXY must be a hop count from 1 to 10 or a comma-separated list of addresses and CIDRs (got ${JSON.stringify(invalid ?? value)})`);
+  }
+  return { addresses };
+}
+
+const PROXY_ADDRESS_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isProxyAddress(text: string): boolean {
+  if (PROXY_ADDRESS_NAMES.has(text)) return true;
+  const [address = '', bits, extra] = text.split('/');
+  if (extra !== undefined) return false;
+  const family = isIP(address);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
 }
 
 function parseMqttPort(value: string): number | null {

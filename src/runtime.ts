@@ -3,7 +3,9 @@ import { sql } from 'kysely';
 import type { Config } from './config.js';
 import { openDatabase, type ConnectionLog, type Database, type DatabaseTarget } from './db/client.js';
 import { describeConnectionError, isDatabaseUnavailable } from './db/connection-errors.js';
-import { migrateToLatest } from './db/migrate.js';
+import { hasPendingMigrations, migrateToLatest } from './db/migrate.js';
+import { checkDatabasePrivileges } from './db/privileges.js';
+import { StartRefusedError } from './db/start-errors.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
@@ -30,7 +32,7 @@ import { pipelineCatalog, pipelineSagaSteps } from './modules/pipelines/index.js
 import type { DatasetSagaSteps } from './modules/datasets/index.js';
 
 /** The database stayed unreachable for the whole DATABASE_STARTUP_TIMEOUT. */
-export class DatabaseUnreachableError extends Error {}
+export class DatabaseUnreachableError extends StartRefusedError {}
 
 const SILENT: ConnectionLog = { warn: () => {} };
 
@@ -63,6 +65,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
   const db = openDatabase(where, log);
   try {
     await waitForDatabase(db, config.database.startupTimeoutSeconds, log);
+    if (where.url) await checkDatabasePrivileges(db, await hasPendingMigrations(db));
     await migrateToLatest(db);
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
@@ -104,6 +107,8 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
 
 const MAX_RETRY_DELAY_S = 5;
 
+const isServerRefusal = (error: unknown) => typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+
 /**
  * A database that is not up yet (started in the same deployment, restarting) is waited for, with a
  * growing pause and a log line each time, rather than failing the start at once; after the bound
@@ -116,7 +121,12 @@ async function waitForDatabase(db: Database, timeoutSeconds: number, log: Connec
       await sql`select 1`.execute(db);
       return;
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
+      // The server's own refusal (a wrong password, a database that does not exist, SQLSTATE 28P01,
+      // 3D000): waiting will not help, and one line says it. Anything else keeps its stack.
+      if (!isDatabaseUnavailable(error)) {
+        if (isServerRefusal(error)) throw new StartRefusedError(`database refused the connection: ${describeConnectionError(error)}`, { cause: error });
+        throw error;
+      }
       const remainingSeconds = Math.ceil((deadline - Date.now()) / 1000);
       if (remainingSeconds <= 0) {
         throw new DatabaseUnreachableError(`database not reachable (${describeConnectionError(error)}); gave up after ${timeoutSeconds} s (DATABASE_STARTUP_TIMEOUT)`, { cause: error });

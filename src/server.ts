@@ -5,9 +5,12 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import dotenv from 'dotenv';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { StartingServer } from './http/starting-server.js';
+import { buildWorkerApp } from './worker.app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createContext, DatabaseUnreachableError } from './runtime.js';
+import { createContext } from './runtime.js';
+import { StartRefusedError } from './db/start-errors.js';
 import { DataSourceSecretError } from './modules/datasources/index.js';
 import { buildApp } from './app.js';
 import { buildDataApiApp } from './data-api/gateway.app.js';
@@ -15,11 +18,12 @@ import { buildIdpApp } from './idp/idp.app.js';
 import type { AppContext } from './context.js';
 
 /**
- * The program: `node dist/server.js api|data-api|idp|all` (default all). Loads the configuration
- * once, opens what the mode needs, listens, and closes with grace on SIGTERM/SIGINT.
+ * The program: `node dist/server.js api|data-api|idp|worker|all` (default all). Loads the
+ * configuration once, listens at once (answering "starting" until the database is migrated), opens
+ * what the mode needs, and closes with grace on SIGTERM/SIGINT.
  */
 
-const MODES = ['api', 'data-api', 'idp', 'all'] as const;
+const MODES = ['api', 'data-api', 'idp', 'worker', 'all'] as const;
 type Mode = (typeof MODES)[number];
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -30,11 +34,13 @@ const DRAIN_GRACE_MS = 2_000;
 const ACCEPT_QUIET_MS = 100;
 const ACCEPT_WINDOW_MAX_MS = 1_000;
 
-interface Listener { name: string; url: string; app: FastifyInstance; drain: () => Promise<void> }
+/** A listener of the API ports: its server listens from the start; its application exists once the database is ready. */
+interface Listener { name: string; url: string; starting: StartingServer; app: FastifyInstance | null; drain: () => Promise<void> }
+interface IdpListener { name: string; url: string; app: FastifyInstance; drain: () => Promise<void> }
 
 /** Everything this process has opened, so that a shutdown at any moment closes exactly that. */
 const state: {
-  logger: Logger | null; listeners: Listener[]; idp: Listener | null; ctx: AppContext | null;
+  logger: Logger | null; listeners: Listener[]; idp: IdpListener | null; ctx: AppContext | null;
   starting: Promise<void> | null; stopping: boolean;
 } = { logger: null, listeners: [], idp: null, ctx: null, starting: null, stopping: false };
 
@@ -78,6 +84,30 @@ function describeDatabase(config: Config): string {
   return `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`;
 }
 
+/** A listener of the mode: its port, public URL, and how its application is built once the context exists. */
+interface ListenerPlan {
+  name: string; url: string; port: number;
+  build: (ctx: AppContext, serverFactory: FastifyServerOptions['serverFactory']) => Promise<FastifyInstance>;
+}
+
+function listenersOf(mode: Mode, config: Config, logger: Logger): ListenerPlan[] {
+  const plans: ListenerPlan[] = [];
+  if (mode === 'api' || mode === 'all') {
+    plans.push({ name: 'api', url: config.api.baseUrl, port: config.api.port, build: (ctx, factory) => buildApp(ctx, logger.child({ listener: 'api' }), factory) });
+  }
+  if (mode === 'data-api' || mode === 'all') {
+    plans.push({
+      name: 'data-api', url: config.dataApi.baseUrl, port: config.dataApi.port,
+      build: (ctx, factory) => buildDataApiApp(ctx, { logger: logger.child({ listener: 'data-api' }), mqttPort: config.mqtt.port, serverFactory: factory }),
+    });
+  }
+  // A worker answers its probes and its scraper on the management API's port.
+  if (mode === 'worker') {
+    plans.push({ name: 'worker', url: config.api.baseUrl, port: config.api.port, build: (ctx, factory) => buildWorkerApp(ctx, logger.child({ listener: 'worker' }), factory) });
+  }
+  return plans;
+}
+
 async function start(mode: Mode, config: Config, logger: Logger) {
   const wantsIdp = mode === 'idp' || mode === 'all';
   if (mode === 'idp' && !config.idp.enabled) {
@@ -99,23 +129,26 @@ async function start(mode: Mode, config: Config, logger: Logger) {
   }
   if (state.stopping || mode === 'idp') return;
 
-  // One context (database, migrations, token verifier) shared by both HTTP listeners.
+  // Listen before the database is reached: /health/live answers from now on, /health/ready (and
+  // every other request) 503 until the database is migrated and the applications are built.
+  const plans = listenersOf(mode, config, logger);
+  for (const plan of plans) {
+    const starting = new StartingServer();
+    state.listeners.push({ name: plan.name, url: plan.url, starting, app: null, drain: trackConnections(starting.server) });
+    await starting.listen(config.host, plan.port);
+    if (state.stopping) return;
+  }
+
+  // One context (database, migrations, token verifier) shared by every listener of the process.
   state.ctx = await createContext(config, undefined, logger.child({ component: 'database' }), logger.child({ component: 'pipelines' }));
   if (state.stopping) return;
   const ctx = state.ctx;
-  const builders: Array<[string, string, number, () => Promise<FastifyInstance>]> = [];
-  if (mode === 'api' || mode === 'all') {
-    builders.push(['api', config.api.baseUrl, config.api.port, () => buildApp(ctx, logger.child({ listener: 'api' }))]);
-  }
-  if (mode === 'data-api' || mode === 'all') {
-    builders.push(['data-api', config.dataApi.baseUrl, config.dataApi.port, () => buildDataApiApp(ctx, { logger: logger.child({ listener: 'data-api' }), mqttPort: config.mqtt.port })]);
-  }
-  for (const [name, url, port, build] of builders) {
-    const app = await build();
-    const listener = { name, url, app, drain: trackConnections(app.server) };
-    state.listeners.push(listener);
+  for (const [index, plan] of plans.entries()) {
+    const listener = state.listeners[index]!;
+    listener.app = await plan.build(ctx, listener.starting.factory);
+    await listener.app.ready();
     if (state.stopping) return;
-    await listener.app.listen({ host: config.host, port });
+    listener.starting.serve();
   }
 }
 
@@ -193,7 +226,7 @@ async function shutdown(signal: string) {
     // it opens no listener once `stopping` is set.
     await state.starting?.catch(() => undefined);
     await Promise.all(state.listeners.map((listener) => listener.drain()));
-    await Promise.all(state.listeners.map((listener) => listener.app.close()));
+    await Promise.all(state.listeners.map((listener) => listener.app?.close()));
     await state.idp?.drain();
     await state.idp?.app.close();
     await state.ctx?.db.destroy();
@@ -219,9 +252,10 @@ async function main() {
   } catch (err) {
     if (state.stopping) return; // a shutdown is under way and reports on its own
     // Both name what to change (the database, a key setting) in one line; a stack would only bury it.
-    if (err instanceof DatabaseUnreachableError || err instanceof DataSourceSecretError) logger.fatal(err.message);
+    if (err instanceof StartRefusedError || err instanceof DataSourceSecretError) logger.fatal(err.message);
     else logger.fatal({ err }, 'start failed');
-    await Promise.allSettled([...state.listeners, ...(state.idp ? [state.idp] : [])].map((listener) => listener.app.close()));
+    await Promise.allSettled([...state.listeners, ...(state.idp ? [state.idp] : [])].map((listener) => listener.app?.close()));
+    for (const listener of state.listeners) listener.starting.server.close();
     await state.ctx?.db.destroy().catch(() => undefined);
     process.exit(1);
   }
@@ -231,6 +265,8 @@ async function main() {
   const summary = [
     state.listeners.find((l) => l.name === 'api') && `management API ${config.api.baseUrl} (docs ${config.api.baseUrl}/docs)`,
     state.listeners.find((l) => l.name === 'data-api') && `data API ${config.dataApi.baseUrl}`,
+    state.listeners.find((l) => l.name === 'worker') && `worker (sagas and pipelines; probes on port ${config.api.port})`,
+    mode !== 'idp' && !config.backgroundWork && mode !== 'worker' && 'no sagas or pipelines here (BACKGROUND_WORK=off)',
     state.idp && `identity provider ${config.idp.url}/realms/platform`,
     mode !== 'idp' && `database ${describeDatabase(config)}`,
     mode !== 'idp' && `token issuer ${config.oidc.issuer}`,

@@ -142,9 +142,29 @@ describe('configuration', () => {
       assert.equal(config.idp.enabled, false);
       assert.equal(loadConfig({ DEV_IDP: 'on' }).idp.enabled, true);
     });
+
+    it('runs background work in api and all processes unless BACKGROUND_WORK=off', () => {
+      assert.equal(loadConfig({}).backgroundWork, true);
+      assert.equal(loadConfig({ BACKGROUND_WORK: 'off' }).backgroundWork, false);
+    });
+
+    it('trusts no proxy by default; TRUST_PROXY takes a hop count or addresses and CIDRs', () => {
+      assert.equal(loadConfig({}).trustProxy, null);
+      assert.deepEqual(loadConfig({ TRUST_PROXY: '2' }).trustProxy, { hops: 2 });
+      assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1, fd00::/8,loopback' }).trustProxy,
+        { addresses: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8', 'loopback'] });
+    });
   });
 
   describe('invalid values stop the start with one line naming the setting', () => {
+    it('TRUST_PROXY that is no hop count from 1 to 10 nor a list of addresses (true would trust any client)', () => {
+      for (const value of ['0', '11', 'true', '10.0.0.0/33', '999.1.1.1', 'proxy.example', '10.0.0.1,,x', '1.2.3.4/8/1']) assertRejects({ TRUST_PROXY: value }, 'TRUST_PROXY');
+    });
+
+    it('BACKGROUND_WORK other than on/off', () => {
+      assertRejects({ BACKGROUND_WORK: 'yes' }, 'BACKGROUND_WORK');
+    });
+
     it('PORT that is not a number or out of range', () => {
       assertRejects({ PORT: 'abc' }, 'PORT');
       assertRejects({ PORT: '70000' }, 'PORT');

@@ -31,6 +31,8 @@ export interface DataApiOptions {
   routePollMs?: number;
   /** The SensorThings MQTT broker's TCP port (MQTT_PORT); absent or null: MQTT over WebSocket only. */
   mqttPort?: number | null;
+  /** The HTTP server the entry already listens on (a StartingServer's factory); absent: Fastify's own. */
+  serverFactory?: FastifyServerOptions['serverFactory'];
 }
 
 /**
@@ -40,7 +42,7 @@ export interface DataApiOptions {
  * for OWS. Never listens (the entry or a test decides).
  */
 export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify(baseServerOptions(ctx, options.logger));
+  const app = Fastify({ ...baseServerOptions(ctx, options.logger), ...(options.serverFactory ? { serverFactory: options.serverFactory } : {}) });
   // Counted here, served by the management API's GET /metrics.
   countRequests(app, ctx.metrics, 'data');
   // Browsers call the data API from the portal's and partners' origins; preflights need no token.

@@ -53,6 +53,13 @@ export function rejectToken(reply: FastifyReply, rejection: Rejection) {
       '<body><h1>401 Unauthorized</h1><p>A valid bearer token is required.</p></body></html>\n');
 }
 
+/** The operator's clue: which of the identity provider's URLs failed, and how (the client only hears "unavailable"). */
+function logUnavailableProvider(request: FastifyRequest, error: TokenRejectedError) {
+  const cause = error.cause as { message?: string; cause?: { code?: string; message?: string } } | undefined;
+  const how = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? 'failed';
+  request.log.warn({ url: error.failedUrl }, `identity provider unavailable: ${error.failedUrl} (${how})`);
+}
+
 /** X-Allowed-Scope-Ids: absent or `*` means no restriction; otherwise a comma-separated list of UUIDs. */
 export function parseAllowedScopeIds(header: string | string[] | undefined): Set<string> | null {
   const value = (Array.isArray(header) ? header.join(',') : header ?? '').trim();
@@ -96,7 +103,10 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
     try {
       token = await verifier.verify(match[1]!);
     } catch (error) {
-      if (error instanceof TokenRejectedError) return rejectToken(reply, { error: 'invalid_token', description: error.reason });
+      if (error instanceof TokenRejectedError) {
+        if (error.failedUrl) logUnavailableProvider(request, error);
+        return rejectToken(reply, { error: 'invalid_token', description: error.reason });
+      }
       throw error;
     }
     const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);

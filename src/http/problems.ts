@@ -5,7 +5,7 @@ import { isApiPath } from './authentication.js';
 import { isForeignKeyViolation } from '../db/constraint-errors.js';
 import { isDatabaseUnavailable } from '../db/connection-errors.js';
 
-const PROBLEM_TYPE = 'application/problem+json';
+export const PROBLEM_TYPE = 'application/problem+json';
 // What a 503 for an unreachable database asks the client to wait before retrying.
 const DATABASE_RETRY_AFTER_SECONDS = 2;
 

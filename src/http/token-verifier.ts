@@ -29,12 +29,17 @@ export interface VerifiedToken {
  */
 export class TokenRejectedError extends Error {
   readonly reason: string;
-  constructor(reason: string, options?: ErrorOptions) {
+  /** When the identity provider could not be asked: the URL that failed, for the operator's log (never the client's answer). */
+  readonly failedUrl: string | undefined;
+  constructor(reason: string, options?: ErrorOptions & { failedUrl?: string }) {
     super(`token rejected: ${reason}`, options);
     this.name = 'TokenRejectedError';
     this.reason = reason;
+    this.failedUrl = options?.failedUrl;
   }
 }
+
+const IDP_UNAVAILABLE = 'identity provider unavailable';
 
 export interface TokenVerifierOptions {
   /** OIDC_ISSUER, compared exactly with `iss`. */
@@ -84,6 +89,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
   // OIDC Discovery appends the well-known path to the issuer without its trailing slash.
   const discoveryUrl = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
   let jwks: JWTVerifyGetKey | undefined;
+  let jwksUrl: string | undefined;
   let discovering: Promise<JWTVerifyGetKey> | undefined;
 
   /** The remote key set, discovering its location on first use. Concurrent callers share one
@@ -95,7 +101,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
       (set) => (jwks = set),
       (cause: unknown) => {
         discovering = undefined;
-        throw new TokenRejectedError('identity provider unavailable', { cause });
+        throw new TokenRejectedError(IDP_UNAVAILABLE, { cause, failedUrl: discoveryUrl });
       },
     );
     return discovering;
@@ -116,6 +122,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     if (typeof uri !== 'string' || !URL.canParse(uri)) throw new Error('discovery document has no valid jwks_uri');
     const url = new URL(uri);
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('jwks_uri is not an http(s) URL');
+    jwksUrl = url.href;
     // jose caches the keys, refetches on an unknown kid at most once per cooldown, and
     // shares one in-flight fetch between concurrent verifications.
     return createRemoteJWKSet(url, { cooldownDuration: cooldownMs, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: timeoutMs });
@@ -155,7 +162,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (err) {
-      throw rejection(err);
+      throw rejection(err, jwksUrl);
     }
 
     // jose has checked the signature, iss, nbf and exp (and that exp, iat and nbf are numbers).
@@ -190,9 +197,13 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
   };
 }
 
-/** Maps jose's errors onto short reasons; infrastructure failures keep their cause for the log. */
-function rejection(err: unknown): TokenRejectedError {
+/** Maps jose's errors onto short reasons; infrastructure failures keep their cause and the key set's URL for the log. */
+function rejection(err: unknown, jwksUrl: string | undefined): TokenRejectedError {
   if (err instanceof TokenRejectedError) return err;
+  // The key set could not be fetched: a timeout, a refused connection (fetch's TypeError), an answer other than 200 OK.
+  if (err instanceof errors.JWKSTimeout || !(err instanceof errors.JOSEError) || /^Expected 200 OK|^Failed to parse the JSON Web Key Set/.test(err.message)) {
+    return new TokenRejectedError(IDP_UNAVAILABLE, { cause: err, failedUrl: jwksUrl });
+  }
   if (err instanceof errors.JWTExpired) return new TokenRejectedError('token expired');
   if (err instanceof errors.JWTClaimValidationFailed) return new TokenRejectedError(claimReason(err));
   if (err instanceof errors.JWSSignatureVerificationFailed) return new TokenRejectedError('invalid signature');
@@ -200,7 +211,6 @@ function rejection(err: unknown): TokenRejectedError {
   if (err instanceof errors.JWKSMultipleMatchingKeys) return new TokenRejectedError('ambiguous signing key');
   if (err instanceof errors.JOSEAlgNotAllowed) return new TokenRejectedError('algorithm not allowed');
   if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) return new TokenRejectedError('malformed token');
-  if (err instanceof errors.JWKSTimeout) return new TokenRejectedError('identity provider unavailable', { cause: err });
   // A failed JWKS fetch, an unusable key in the set, ...
   return new TokenRejectedError('token could not be verified', { cause: err });
 }

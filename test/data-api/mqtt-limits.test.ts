@@ -196,6 +196,39 @@ describe('MQTT connection caps', () => {
   });
 });
 
+describe('MQTT connection caps behind a trusted proxy (TRUST_PROXY)', () => {
+  let gateway: { app: FastifyInstance; port: number };
+  let wsUrl: string;
+  const sockets: WebSocket[] = [];
+  const webSocket = (forwardedFor: string) => new Promise<number>((resolve, reject) => {
+    const socket = new WebSocket(wsUrl, 'mqtt', { headers: { 'X-Forwarded-For': forwardedFor } });
+    sockets.push(socket);
+    socket.once('open', () => resolve(101));
+    socket.once('unexpected-response', (_request, response) => { resolve(response.statusCode ?? 0); socket.terminate(); });
+    socket.once('error', reject);
+  });
+
+  before(async () => {
+    // The test's own connections come from 127.0.0.1: here, the trusted proxy.
+    const ctx = { ...t.ctx, config: { ...t.ctx.config, trustProxy: { addresses: ['127.0.0.1'] } } };
+    gateway = await mqttGateway({ ...t, ctx }, { maxConnections: 10, maxConnectionsPerAddress: 1 });
+    await gateway.app.listen({ host: '127.0.0.1', port: 0 });
+    wsUrl = `ws://127.0.0.1:${(gateway.app.server.address() as AddressInfo).port}/mqtt`;
+  });
+  after(async () => {
+    for (const socket of sockets) socket.terminate();
+    await gateway.app.close();
+  });
+
+  test('each client the proxy forwards has its own per-address cap; a forged hop before the client changes nothing', async () => {
+    assert.equal(await webSocket('203.0.113.7'), 101);
+    assert.equal(await webSocket('203.0.113.8'), 101, 'another client behind the same proxy');
+    assert.equal(await webSocket('203.0.113.7'), 503, 'the same client again, over its cap of 1');
+    // The client itself may send X-Forwarded-For; only the address the trusted proxy appended counts.
+    assert.equal(await webSocket('198.51.100.1, 203.0.113.7'), 503);
+  });
+});
+
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${message} (${ms} ms)`)), ms);

@@ -94,7 +94,7 @@ export async function serverPorts(): Promise<ServerPorts> {
 }
 
 /** Runs `node --import tsx src/server.ts <mode>` (default all) with the given database and ports. */
-export function startServer(env: Record<string, string>, ports: ServerPorts, mode: 'all' | 'api' | 'data-api' = 'all'): ChildServer {
+export function startServer(env: Record<string, string>, ports: ServerPorts, mode: 'all' | 'api' | 'data-api' | 'worker' = 'all'): ChildServer {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', mode], {
     env: {
       PATH: process.env['PATH'],

@@ -5,6 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
+import { createTokenVerifier } from '../../src/http/token-verifier.js';
+import { createServer, type AddressInfo } from 'node:net';
 
 // Logs are JSON lines carrying the request id; a bearer token never appears in them.
 describe('request logs', () => {
@@ -39,5 +41,38 @@ describe('request logs', () => {
     assert.equal(entry.req.headers.authorization, '[redacted]');
     assert.equal(entry.req.headers.cookie, '[redacted]');
     assert.ok(!captured[0]!.includes('secret'));
+  });
+});
+
+describe('an identity provider that cannot be reached', () => {
+  let t: TestApp;
+  before(async () => { t = await buildTestApp('pglite'); });
+  after(async () => { await t.close(); });
+
+  test('answers 401 "identity provider unavailable" and logs the URL that failed, for the operator', async () => {
+    // A port nothing listens on: bound and closed again.
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const issuer = `http://127.0.0.1:${closed}/realms/platform`;
+    const lines: string[] = [];
+    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
+    const verifier = createTokenVerifier({ issuer, clientId: 'api-access' });
+    const app = await buildApp({ ...t.ctx, verifier }, createLogger('info', sink));
+    try {
+      // A real token of another issuer: well-formed, so the verifier must ask the (absent) provider for keys.
+      const response = await app.inject({ method: 'GET', url: '/v1/users/me', headers: { authorization: `Bearer ${t.adminToken}` } });
+      assert.equal(response.statusCode, 401);
+      assert.match(String(response.headers['www-authenticate']), /error_description="identity provider unavailable"/);
+      assert.doesNotMatch(String(response.headers['www-authenticate']), /127\.0\.0\.1/, 'the client is not told internal addresses');
+      const warning = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry['level'] === 40);
+      assert.ok(warning, lines.join('\n'));
+      assert.equal(warning['msg'], `identity provider unavailable: ${issuer}/.well-known/openid-configuration (ECONNREFUSED)`);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Duplex } from 'node:stream';
+import { clientAddressOf, proxyTrustOf } from '../../http/trusted-proxies.js';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import type { AppContext } from '../../context.js';
 import type { RouteTable } from '../route-table.js';
@@ -26,6 +27,7 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
   let broker: StaBroker | null = null;
   let tcp: Server | null = null;
   const caps = new ConnectionCaps(ctx.config.mqtt);
+  const trust = proxyTrustOf(ctx.config.trustProxy);
   // ws collects a whole WebSocket message before it hands it on, and refuses one announced larger
   // than this before buffering it; the MQTT limits apply to the packets inside.
   const sockets = new WebSocketServer({ noServer: true, maxPayload: ctx.config.mqtt.maxPacketBytes });
@@ -36,8 +38,9 @@ export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: Route
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    // The upgrade's own TCP peer, never X-Forwarded-For (behind a proxy, its clients share its address).
-    const release = caps.admit((socket as Socket).remoteAddress);
+    // The upgrade's TCP peer, or the client a trusted proxy (TRUST_PROXY) forwarded: behind a proxy
+    // every client would otherwise share its address and its per-address cap.
+    const release = caps.admit(clientAddressOf(request, trust));
     if (!release) {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy());
       return;
