@@ -194,3 +194,12 @@ export function requireMosquitto(): Promise<string | null> {
   })();
   return brokerCheck;
 }
+
+/** kubectl, whose built-in kustomize renders deploy/kubernetes; any kubectl on the PATH will do. */
+export function locateKubectl(): string | null {
+  return findExecutable('kubectl');
+}
+
+export function requireKubectl(): string | null {
+  return locateKubectl() ? null : 'kubectl is not installed (Debian packages: kubernetes-client)';
+}
