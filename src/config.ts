@@ -27,7 +27,11 @@ const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: Type.String({ default: './data', minLength: 1 }),
   DATABASE_STARTUP_TIMEOUT: Type.Integer({ default: 60, minimum: 0, maximum: 3600 }),
+  // Pooled PostgreSQL connections per process (LISTEN, lease and SQL-source connections come on top).
+  DATABASE_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 500 }),
   OIDC_ISSUER: Type.Optional(HttpUrl),
+  // The issuer's signing keys at another address than its discovery document names (an in-cluster URL).
+  OIDC_JWKS_URL: Type.Optional(HttpUrl),
   // A comma-separated list: a deployment may accept its portal's client and `api-access` alike.
   OIDC_CLIENT_ID: Type.String({ default: 'api-access', minLength: 1 }),
   BOOTSTRAP_ADMIN_EMAIL: Type.String({ default: 'admin@example.com', format: 'email' }),
@@ -106,8 +110,8 @@ export interface Config {
    * WIDTH or HEIGHT.
    */
   ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
-  /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all). */
-  database: { url: string | null; dataDir: string; startupTimeoutSeconds: number };
+  /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process. */
+  database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number };
   /**
    * The keys that seal data source secrets at rest: `key` (SECRETS_KEY) seals and opens,
    * `previousKey` (SECRETS_KEY_PREVIOUS) still opens during a rotation. Null `key`: a key generated
@@ -115,7 +119,8 @@ export interface Config {
    */
   secrets: { key: Buffer | null; previousKey: Buffer | null };
   /** `clientIds`: every client whose tokens are accepted (OIDC_CLIENT_ID); `clientId`: the first of them. */
-  oidc: { issuer: string; clientId: string; clientIds: string[] };
+  /** `jwksUrl`: where the signing keys are fetched (OIDC_JWKS_URL); null: the `jwks_uri` of `{issuer}/.well-known/openid-configuration`. */
+  oidc: { issuer: string; clientId: string; clientIds: string[]; jwksUrl: string | null };
   bootstrap: { adminEmail: string; tenantId: string | null; tenantName: string };
   /** `token`: the bearer token GET /metrics requires (METRICS_TOKEN); null: open like /health/*. */
   metrics: { token: string | null };
@@ -229,9 +234,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPerCaller: e.OWS_MAX_PER_CALLER, queueTimeoutMs: e.OWS_QUEUE_TIMEOUT_MS, maxImageSize: e.OWS_MAX_IMAGE_SIZE,
       maxBodyBytes: e.OWS_MAX_BODY_BYTES,
     },
-    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT },
+    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE },
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },
-    oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds },
+    oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds, jwksUrl: e.OIDC_JWKS_URL ?? null },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },
     metrics: { token: e.METRICS_TOKEN ?? null },
     pipelines: { reconcileMs: e.PIPELINE_RECONCILE_MS },

@@ -61,7 +61,7 @@ function joinSteps(...parts: DatasetSagaSteps[]): DatasetSagaSteps {
  * state every listener of one process shares. The caller closes it with `ctx.db.destroy()`.
  */
 export async function createContext(config: Config, target?: DatabaseTarget, log: RuntimeLog = SILENT, pipelineLog: RuntimeLog = log): Promise<AppContext> {
-  const where = target ?? { url: config.database.url, dataDir: config.database.dataDir };
+  const where = target ?? { url: config.database.url, dataDir: config.database.dataDir, poolSize: config.database.poolSize };
   const db = openDatabase(where, log);
   try {
     await waitForDatabase(db, config.database.startupTimeoutSeconds, log);
@@ -73,7 +73,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     // sealed with the current key before anything reads them; a value no key opens fails the start.
     const secrets = await loadSecretKeyRing(db, config.secrets, where, log);
     await resealDataSourceSecrets(db, secrets);
-    const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds });
+    const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds, jwksUrl: config.oidc.jwksUrl });
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
     const sta = createStaServer({ db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change) });

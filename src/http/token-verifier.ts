@@ -54,6 +54,11 @@ export interface TokenVerifierOptions {
   jwksCooldownMs?: number;
   /** Timeout of the discovery and JWKS requests. Default 5_000. */
   fetchTimeoutMs?: number;
+  /**
+   * OIDC_JWKS_URL: where the signing keys are fetched, instead of the `jwks_uri` of the issuer's
+   * discovery document (Keycloak's in-cluster address, when pods cannot reach its public one).
+   */
+  jwksUrl?: string | null;
 }
 
 export interface TokenVerifier {
@@ -108,6 +113,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
   }
 
   async function discoverJwks(): Promise<JWTVerifyGetKey> {
+    if (opts.jwksUrl) return remoteKeySet(new URL(opts.jwksUrl));
     const res = await fetch(discoveryUrl, {
       headers: { accept: 'application/json' },
       redirect: 'manual', // as jose does for the JWKS: the key location must come from the issuer itself
@@ -122,6 +128,10 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     if (typeof uri !== 'string' || !URL.canParse(uri)) throw new Error('discovery document has no valid jwks_uri');
     const url = new URL(uri);
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('jwks_uri is not an http(s) URL');
+    return remoteKeySet(url);
+  }
+
+  function remoteKeySet(url: URL): JWTVerifyGetKey {
     jwksUrl = url.href;
     // jose caches the keys, refetches on an unknown kid at most once per cooldown, and
     // shares one in-flight fetch between concurrent verifications.

@@ -86,6 +86,24 @@ test('a valid token is accepted', async (t) => {
   assert.equal(idp.state.jwksFetches, 1);
 });
 
+test('with OIDC_JWKS_URL the keys come from there, without a discovery; a failure there names that URL', async (t) => {
+  const idp = await startIdp(t);
+  // The issuer (the exact `iss`) is a public address the process cannot reach; the keys are served in-cluster.
+  const issuer = 'https://login.city.example/realms/platform';
+  const verifier = idp.verifier({ issuer, jwksUrl: `${idp.base}/realms/platform/protocol/openid-connect/certs` });
+  const result = await verifier.verify(await idp.sign({ iss: issuer }));
+  assert.equal(result.subject, '5f0c7d4e-1111-4a2b-8c3d-000000000001');
+  assert.deepEqual([idp.state.discoveryFetches, idp.state.jwksFetches], [0, 1]);
+
+  const nowhere = `${idp.base}/no-keys-here`;
+  await assert.rejects(idp.verifier({ issuer, jwksUrl: nowhere }).verify(await idp.sign({ iss: issuer })), (err: unknown) => {
+    assert.ok(err instanceof TokenRejectedError);
+    assert.equal(err.reason, 'identity provider unavailable');
+    assert.equal(err.failedUrl, nowhere);
+    return true;
+  });
+});
+
 test('a token without email has email null', async (t) => {
   const idp = await startIdp(t);
   const result = await idp.verifier().verify(await idp.sign({ email: undefined }));
