@@ -225,6 +225,7 @@ async function shutdown(signal: string) {
     // A start under way (migrations, say) is let finish, so that its database is closed too;
     // it opens no listener once `stopping` is set.
     await state.starting?.catch(() => undefined);
+    for (const listener of state.listeners) if (!listener.app) listener.starting.refuseHeld();
     await Promise.all(state.listeners.map((listener) => listener.drain()));
     await Promise.all(state.listeners.map((listener) => listener.app?.close()));
     await state.idp?.drain();

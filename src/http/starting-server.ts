@@ -3,20 +3,30 @@ import type { FastifyServerFactory } from 'fastify';
 import { AppError, problemOf } from '../errors.js';
 import { PROBLEM_TYPE } from './problems.js';
 
-/** What a request waits before it tries again while the process is starting (the database may take a while). */
+/** What a 503 while starting asks the client to wait before it tries again. */
 const RETRY_AFTER_SECONDS = 1;
+/**
+ * How long a request that arrives while the process starts is held for the application, and how
+ * many are held at most: a balancer without health checks (nginx OSS) sends requests to a replica
+ * as soon as it accepts connections, and a rolling restart would otherwise turn them into 503s for
+ * the second or so a start takes. Beyond either bound the answer is 503 with Retry-After.
+ */
+const HOLD_MS = 10_000;
+const MAX_HELD = 1_000;
 
 /**
  * An HTTP server that listens from the first moment of a start, before the database is reached,
  * migrated and the application built: probes then see a live process that is not ready yet, rather
  * than a refused connection (which Kubernetes' liveness probe would count as a dead one). Until
- * `serve()`, `/health/live` answers 200, `/health/ready` 503 and every other request 503 with
- * `Retry-After`; then the Fastify application given `factory` answers everything.
+ * `serve()`, `/health/live` answers 200 and `/health/ready` 503; every other request is held (at
+ * most HOLD_MS) and handed to the application once it serves, or answered 503 with `Retry-After`.
+ * Then the Fastify application given `factory` answers everything.
  */
 export class StartingServer {
   readonly server: Server = createServer();
   private application: RequestListener | null = null;
-  private answering: RequestListener = answerWhileStarting;
+  private answering: RequestListener = (request, response) => this.answerWhileStarting(request, response);
+  private readonly held = new Map<IncomingMessage, { response: ServerResponse; timer: NodeJS.Timeout }>();
 
   constructor() {
     this.server.on('request', (request, response) => this.answering(request, response));
@@ -28,10 +38,44 @@ export class StartingServer {
     return this.server;
   };
 
-  /** Hands every request from now on to the application (after its `ready()`). */
+  /** Hands every request from now on, and those held, to the application (after its `ready()`). */
   serve(): void {
-    if (!this.application) throw new Error('StartingServer.serve(): no application was built on this server');
-    this.answering = this.application;
+    const application = this.application;
+    if (!application) throw new Error('StartingServer.serve(): no application was built on this server');
+    this.answering = application;
+    for (const [request, { response, timer }] of this.held) {
+      clearTimeout(timer);
+      application(request, response);
+    }
+    this.held.clear();
+  }
+
+  /** A shutdown before the application served: the held requests are answered 503 now, not after their hold. */
+  refuseHeld(): void {
+    for (const [request, { response, timer }] of this.held) {
+      clearTimeout(timer);
+      answerUnavailable(request, response);
+    }
+    this.held.clear();
+  }
+
+  private answerWhileStarting(request: IncomingMessage, response: ServerResponse): void {
+    const path = (request.url ?? '').split('?')[0];
+    if (path === '/health/live') return send(response, 200, 'application/json', { status: 'UP' });
+    if (path === '/health/ready') return send(response, 503, 'application/json', { status: 'DOWN', checks: { database: 'STARTING' } });
+    if (this.held.size >= MAX_HELD) return answerUnavailable(request, response);
+    const timer = setTimeout(() => {
+      this.held.delete(request);
+      answerUnavailable(request, response);
+    }, HOLD_MS);
+    this.held.set(request, { response, timer });
+    // A client that gives up is not held any longer.
+    response.once('close', () => {
+      const entry = this.held.get(request);
+      if (entry?.response !== response) return;
+      clearTimeout(entry.timer);
+      this.held.delete(request);
+    });
   }
 
   listen(host: string, port: number): Promise<void> {
@@ -45,13 +89,11 @@ export class StartingServer {
   }
 }
 
-function answerWhileStarting(request: IncomingMessage, response: ServerResponse): void {
-  const path = (request.url ?? '').split('?')[0];
-  if (path === '/health/live') return send(response, 200, 'application/json', { status: 'UP' });
-  if (path === '/health/ready') return send(response, 503, 'application/json', { status: 'DOWN', checks: { database: 'STARTING' } });
+function answerUnavailable(request: IncomingMessage, response: ServerResponse): void {
+  const path = (request.url ?? '').split('?')[0] ?? '/';
   response.setHeader('retry-after', String(RETRY_AFTER_SECONDS));
   const error = new AppError('SERVICE_UNAVAILABLE', 'The service is starting (waiting for its database, or migrating it); retry shortly');
-  send(response, error.status, PROBLEM_TYPE, problemOf(error, path ?? '/'));
+  send(response, error.status, PROBLEM_TYPE, problemOf(error, path));
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: object): void {

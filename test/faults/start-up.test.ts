@@ -35,27 +35,35 @@ describe('start-up (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }
     await database.drop();
   });
 
-  it('answers /health/live at once, and /health/ready and every request 503 until the database is there and migrated', async () => {
+  it('answers /health/live at once and /health/ready 503 until the database is there and migrated; holds other requests meanwhile (10 s at most)', async () => {
     const late = await databaseProxy(database.url);
     try {
       const server = await start({ DATABASE_URL: late.url });
       await server.waitForLine(/database not reachable/, 10_000);
+      // Sent while the database is away: held, then answered 503 once its 10 s are up.
+      const heldAt = Date.now();
+      const tooLong = request(`${server.apiUrl}/v1/users/me`).then((answer) => ({ answer, waitedMs: Date.now() - heldAt }));
       const live = await request(`${server.apiUrl}/health/live`);
       assert.equal(live.status, 200);
       assert.deepEqual(live.body, { status: 'UP' });
       const ready = await request(`${server.apiUrl}/health/ready`);
       assert.equal(ready.status, 503);
       assert.equal(ready.body.status, 'DOWN');
-      const me = await request(`${server.apiUrl}/v1/users/me`);
+      const { answer: me, waitedMs } = await tooLong;
       assert.equal(me.status, 503);
+      assert.ok(waitedMs >= 9_500, `answered after ${waitedMs} ms`);
       assert.match(String(me.headers['content-type']), /^application\/problem\+json/);
       assert.equal(me.body.type, 'urn:platform:error:SERVICE_UNAVAILABLE');
       assert.equal(me.headers['retry-after'], '1');
 
-      await late.listen();
-      await eventually('ready', 15_000, async () => ((await request(`${server.apiUrl}/health/ready`)).status === 200 ? true : undefined));
+      // Sent just before the database comes: held, then served by the application once it is ready.
       const token = await adminToken(server.idpUrl);
-      assert.equal((await request(`${server.apiUrl}/v1/users/me`, { token })).status, 200);
+      const served = request(`${server.apiUrl}/v1/users/me`, { token });
+      await late.listen();
+      const answer = await served;
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.equal(answer.body.email, 'admin@example.com');
+      assert.equal((await request(`${server.apiUrl}/health/ready`)).status, 200);
       assert.equal(await server.kill('SIGTERM'), 0);
     } finally {
       await late.close();
