@@ -222,7 +222,7 @@ describe('three replicas behind nginx', { skip }, () => {
         `5xx only within ${KILL_FAILURE_SPAN_MS} ms after the kill (from ${figures.failuresFrom - killedAt} ms to ${figures.failuresTo! - killedAt} ms)`);
     }
     const writes = await verifyWrites(load, 'kill');
-    report(`kill -9: ${writes.unknown} writes answered 5xx, of which ${writes.unknownStored} were stored (the replica died after its commit, before its answer)`);
+    report(`kill -9: ${writes.unknown} writes answered 5xx, of which ${writes.unknownStored} were stored all the same (committed, the replica died before answering: why nginx must not retry a POST)`);
 
     for (const id of drafts) {
       const dataset = await platform.settled(id);

@@ -174,10 +174,19 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const killer = setTimeout(() => { for (const child of running) child.kill('SIGKILL'); }, 5_000);
     await Promise.all(running.map(exitOf));
     clearTimeout(killer);
+    process.off('exit', killLeftovers);
     await nginx?.stop();
     await database?.drop();
     if (!process.env['CLUSTER_KEEP_DIR']) rmSync(dir, { recursive: true, force: true });
   };
+
+  // Should this process end without close() (a crash, an uncaught error), no replica outlives it:
+  // their output goes to files, so nothing else would stop them.
+  const killLeftovers = () => {
+    for (const child of [...replicas.map((replica) => replica.process), idp]) child?.kill('SIGKILL');
+    nginx?.terminate(); // its master stops its workers
+  };
+  process.once('exit', killLeftovers);
 
   try {
     database = await createRunDatabase(options.serverUrl);

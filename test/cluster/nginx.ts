@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { request } from '../faults/harness.js';
+import { connect } from 'node:net';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -19,7 +19,7 @@ export function locateNginx(): string | null {
   return NGINX_BINARIES.find((candidate) => existsSync(candidate)) ?? null;
 }
 
-export interface Upstream { api: number; data: number; down?: boolean }
+export interface Upstream { api: number; data: number }
 
 /** nginx's public ports, and where the identity provider listens (proxied as it is: one process). */
 export interface NginxPorts { api: number; data: number; idp: number; idpTarget: number }
@@ -45,8 +45,8 @@ export interface NginxPorts { api: number; data: number; idp: number; idpTarget:
  *   hour; every other request goes with `Connection: close` (the same map).
  */
 export function nginxConfig(dir: string, ports: NginxPorts, replicas: Upstream[]): string {
-  const servers = (port: keyof Omit<Upstream, 'down'>) => replicas
-    .map((replica) => `    server 127.0.0.1:${replica[port]} max_fails=1 fail_timeout=2s${replica.down ? ' down' : ''};`)
+  const servers = (port: keyof Upstream) => replicas
+    .map((replica) => `    server 127.0.0.1:${replica[port]} max_fails=1 fail_timeout=2s;`)
     .join('\n');
   const proxied = `
       proxy_http_version 1.1;
@@ -117,11 +117,11 @@ export interface Nginx {
   apiUrl: string;
   dataUrl: string;
   idpUrl: string;
-  /** Writes the configuration for these replicas (some marked down) and reloads it (`nginx -s reload`). */
-  reload(replicas: Upstream[]): Promise<void>;
   /** The last lines of nginx's error log. */
   errorTail(lines?: number): string;
   stop(): Promise<void>;
+  /** Fast shutdown, sent at once (for an exit handler, which cannot wait). */
+  terminate(): void;
 }
 
 export async function startNginx(binary: string, dir: string, ports: NginxPorts, replicas: Upstream[]): Promise<Nginx> {
@@ -140,18 +140,18 @@ export async function startNginx(binary: string, dir: string, ports: NginxPorts,
   const apiUrl = `http://127.0.0.1:${ports.api}`;
   await waitFor(async () => {
     if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${errorTail()}`);
-    return request(`${apiUrl}/`).then(() => true, () => undefined);
+    // A TCP connect only: a request would reach the replicas not started yet and mark them failed.
+    return new Promise<true | undefined>((resolve) => {
+      const socket = connect(ports.api, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(undefined));
+    });
   }, { what: 'nginx to listen', timeoutMs: 10_000, intervalMs: 50 });
   return {
     apiUrl,
     dataUrl: `http://127.0.0.1:${ports.data}`,
     idpUrl: `http://127.0.0.1:${ports.idp}`,
     errorTail,
-    reload: async (next) => {
-      writeFileSync(conf, nginxConfig(dir, ports, next));
-      const result = spawnSync(binary, [...args, '-s', 'reload'], { encoding: 'utf8' });
-      if (result.status !== 0) throw new Error(`nginx -s reload failed: ${result.stderr}`);
-    },
+    terminate: () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM'); },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT'); // finish what is in flight
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
