@@ -53,6 +53,7 @@ describe('three replicas behind nginx', { skip }, () => {
   let datastreamId = 0;
   let featureId = 0;
   let publisher: MqttClient;
+  let subscribers: Subscriber[] = [];
   let failed = false;
 
   before(async () => {
@@ -62,6 +63,8 @@ describe('three replicas behind nginx', { skip }, () => {
   });
   after(async () => {
     if (failed) process.stderr.write(`${cluster?.logTails(25)}\n`);
+    // Subscribers left by a failed step would reconnect for ever and keep this process alive.
+    for (const subscriber of subscribers) if (!subscriber.client.disconnecting && !subscriber.client.disconnected) subscriber.client.end(true);
     await publisher?.endAsync();
     await db?.end();
     await cluster?.close();
@@ -168,49 +171,57 @@ describe('three replicas behind nginx', { skip }, () => {
 
   step('kill -9 of the replica running the pipeline, restarted after 1.5 s, under load: 2xx writes kept, 5xx brief, sagas once, MQTT exactly once, subscribers back', async () => {
     const pids = () => cluster.replicas.map((r) => cluster.pidOf(r.index)).filter((pid): pid is number => pid !== null);
-    const holderPid = await waitFor(() => pipelineLeaseHolder(cluster.database.url, cluster.database.name, pids()), { what: 'the pipeline lease holder', timeoutMs: 10_000, intervalMs: 100 });
+    const holderPid = await waitFor(() => pipelineLeaseHolder(db, cluster.database.name, pids()), { what: 'the pipeline lease holder', timeoutMs: 10_000, intervalMs: 100 });
     const victim = cluster.replicas.findIndex((r) => cluster.pidOf(r.index) === holderPid);
 
     // Six WebSocket subscribers in a row: nginx's round robin puts two on each replica.
     const topic = `v1/datasets/${datasetId}/sensors/Datastreams(${datastreamId})/Observations`;
-    const subscribers: Subscriber[] = [];
     for (let i = 0; i < 6; i++) subscribers.push(await subscribe(cluster.mqttUrl, platform.token, topic));
     // Datasets whose RELEASE saga runs while the replica dies (the first), or just after (the others).
     const drafts = await Promise.all([0, 1, 2].map(() => platform.draftDataset()));
 
     const load = new Load(platform.token);
     const loadStartedAt = Date.now();
-    load.start(loops(1, 'kill'));
     let published = 0;
     let publishing = true;
-    const publishingDone = (async () => {
-      while (publishing) {
-        await publish('kill', published++);
-        await sleep(20);
-      }
-    })();
-    await sleep(2_000);
+    let publishingDone: Promise<void> = Promise.resolve();
+    let killedAt = 0;
+    let leaseMovedMs = 0;
+    let newHolder = 0;
+    let backAt = 0;
+    try {
+      load.start(loops(1, 'kill'));
+      publishingDone = (async () => {
+        while (publishing) {
+          await publish('kill', published++);
+          await sleep(20);
+        }
+      })();
+      await sleep(2_000);
 
-    // The first release goes to the victim itself, on its own port: its saga worker starts the
-    // saga at once (it kicks itself after an enqueue), and the kill follows the 202 right away.
-    const viaVictim = await request(`http://127.0.0.1:${cluster.replicas[victim]!.ports.api}/v1/datasets/${drafts[0]}/release`, { method: 'POST', token: platform.token });
-    assert.equal(viaVictim.status, 202, JSON.stringify(viaVictim.body));
-    const killedAt = Date.now();
-    const killed = await cluster.stop(victim, 'SIGKILL');
-    assert.equal(killed.signal, 'SIGKILL');
-    await Promise.all(drafts.slice(1).map((id) => platform.release(id)));
-    const newHolder = await waitFor(async () => {
-      const holder = await pipelineLeaseHolder(cluster.database.url, cluster.database.name, pids());
-      return holder !== null && holder !== holderPid ? holder : undefined;
-    }, { what: 'another replica to take the pipeline lease', timeoutMs: LEASE_MOVE_MS, intervalMs: 100 });
-    const leaseMovedMs = Date.now() - killedAt;
-    await sleep(Math.max(0, 1_500 - (Date.now() - killedAt)));
-    await cluster.start(victim);
-    const backAt = Date.now();
-    await sleep(3_000);
-    publishing = false;
-    await publishingDone;
-    await load.stop();
+      // The first release goes to the victim itself, on its own port: its saga worker starts the
+      // saga at once (it kicks itself after an enqueue), and the kill follows the 202 right away.
+      const viaVictim = await request(`http://127.0.0.1:${cluster.replicas[victim]!.ports.api}/v1/datasets/${drafts[0]}/release`, { method: 'POST', token: platform.token });
+      assert.equal(viaVictim.status, 202, JSON.stringify(viaVictim.body));
+      killedAt = Date.now();
+      const killed = await cluster.stop(victim, 'SIGKILL');
+      assert.equal(killed.signal, 'SIGKILL');
+      await Promise.all(drafts.slice(1).map((id) => platform.release(id)));
+      newHolder = await waitFor(async () => {
+        const holder = await pipelineLeaseHolder(db, cluster.database.name, pids());
+        return holder !== null && holder !== holderPid ? holder : undefined;
+      }, { what: 'another replica to take the pipeline lease', timeoutMs: LEASE_MOVE_MS, intervalMs: 100 });
+      leaseMovedMs = Date.now() - killedAt;
+      await sleep(Math.max(0, 1_500 - (Date.now() - killedAt)));
+      await cluster.start(victim);
+      backAt = Date.now();
+      await sleep(3_000);
+    } finally {
+      // Also after a failure: no load nor publisher left running into the next step.
+      publishing = false;
+      await publishingDone.catch(() => undefined);
+      await load.stop();
+    }
 
     const figures = load.figures();
     const failuresAfterKill = figures.failuresTo === null ? '' : `, the last ${figures.failuresTo - killedAt} ms after the kill`;
@@ -255,6 +266,7 @@ describe('three replicas behind nginx', { skip }, () => {
     });
     report(`kill -9: ${dropped.length} of ${subscribers.length} MQTT subscribers were on the killed replica; all reconnected through nginx within ${Math.max(...dropped.map((s) => s.resubscribedAt.at(-1)! - s.drops[0]!))} ms`);
     await Promise.all(subscribers.map((s) => s.client.endAsync(true)));
+    subscribers = [];
   });
 
   step('rolling restart with SIGTERM, one replica at a time, under load: no failed request', async () => {

@@ -11,17 +11,11 @@ import pg from 'pg';
 const PIPELINE_LOCK_CLASS = 0x50495045;
 
 /** The client ports (on the replicas' side) of the sessions holding pipeline leases in `database`. */
-async function leaseClientPorts(databaseUrl: string, database: string): Promise<number[]> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ client_port: number }>(`
-      select a.client_port from pg_locks l join pg_stat_activity a on a.pid = l.pid
-       where l.locktype = 'advisory' and l.granted and l.classid = $1::bigint::oid and a.datname = $2`, [PIPELINE_LOCK_CLASS, database]);
-    return rows.map((row) => row.client_port);
-  } finally {
-    await client.end();
-  }
+async function leaseClientPorts(db: pg.Pool, database: string): Promise<number[]> {
+  const { rows } = await db.query<{ client_port: number }>(`
+    select a.client_port from pg_locks l join pg_stat_activity a on a.pid = l.pid
+     where l.locktype = 'advisory' and l.granted and l.classid = $1::bigint::oid and a.datname = $2`, [PIPELINE_LOCK_CLASS, database]);
+  return rows.map((row) => row.client_port);
 }
 
 /** Socket inodes of the TCP connections whose local port is `port` (IPv4 and IPv6 tables). */
@@ -52,9 +46,13 @@ function ownsSocket(pid: number, inodes: Set<string>): boolean {
   return false;
 }
 
-/** The pid among `pids` that holds a pipeline lease in the database, or null when none does. */
-export async function pipelineLeaseHolder(databaseUrl: string, database: string, pids: number[]): Promise<number | null> {
-  for (const port of await leaseClientPorts(databaseUrl, database)) {
+/**
+ * The pid among `pids` that holds a pipeline lease in the database, or null when none does. `db`:
+ * a pool the caller keeps (polling with a connection each time would compete with the replicas
+ * for the server's connections).
+ */
+export async function pipelineLeaseHolder(db: pg.Pool, database: string, pids: number[]): Promise<number | null> {
+  for (const port of await leaseClientPorts(db, database)) {
     const inodes = inodesOfLocalPort(port);
     const holder = pids.find((pid) => ownsSocket(pid, inodes));
     if (holder !== undefined) return holder;
