@@ -2,7 +2,14 @@ import pg from 'pg';
 import type { ConnectionLog } from './client.js';
 
 /** A running LISTEN; `close()` ends it for good. */
-export interface Listener { close(): Promise<void> }
+export interface Listener {
+  close(): Promise<void>;
+  /**
+   * NOTIFYs the channel over the LISTEN connection, so that a notification never queues behind
+   * the pool's other queries; false when that connection is down (the caller sends it otherwise).
+   */
+  notify(payload: string): Promise<boolean>;
+}
 
 const RECONNECT_DELAY_MS = 1_000;
 
@@ -59,6 +66,11 @@ export function listenForNotifications(
 
   void connect(false);
   return {
+    async notify(payload) {
+      if (!client) return false;
+      await client.query('select pg_notify($1, $2)', [channel, payload]);
+      return true;
+    },
     async close() {
       closed = true;
       if (retry) clearTimeout(retry);

@@ -7,6 +7,7 @@ import { PacketMeter } from '../../src/data-api/mqtt/connection-guard.js';
 import { ConnectionCaps } from '../../src/data-api/mqtt/connection-caps.js';
 import { ClientIdBindings } from '../../src/data-api/mqtt/client-ids.js';
 import { remainingLength } from './mqtt-raw.js';
+import { chunkIds } from '../../src/data-api/mqtt/entity-lookup.js';
 
 // The pieces of SensorThings over MQTT that need no broker: the setting, topics, the NOTIFY format.
 describe('MQTT_PORT', () => {
@@ -112,5 +113,25 @@ describe('MQTT connection caps and client ids', () => {
     assert.ok(ids.claim('x', 'token:a', a1, false));
     ids.release('x', a1);
     assert.ok(ids.claim('x', 'token:b', b, false), 'a clean session ended with its connection');
+  });
+});
+
+describe('the notifier\'s batched reads', () => {
+  test('chunks of ids keep their order, stay within the filter limit and a read\'s page', () => {
+    const ids = Array.from({ length: 2_000 }, (_, n) => 999_990 + n);
+    const limit = 8192;
+    const chunks = chunkIds(ids, limit);
+    assert.deepEqual(chunks.flat(), ids);
+    for (const chunk of chunks) {
+      const filter = chunk.map((id) => `id eq ${id}`).join(' or ');
+      assert.ok(Buffer.byteLength(filter) <= limit, `${Buffer.byteLength(filter)} bytes`);
+      assert.ok(chunk.length <= 500);
+    }
+    // Full: one more id would not have fitted.
+    const first = chunks[0]!.map((id) => `id eq ${id}`).join(' or ');
+    assert.ok(Buffer.byteLength(`${first} or id eq ${chunks[1]![0]}`) > limit || chunks[0]!.length === 500);
+    // A small limit still makes progress: one id per chunk at least.
+    assert.deepEqual(chunkIds([1, 22, 333], 8), [[1], [22], [333]]);
+    assert.deepEqual(chunkIds([], limit), []);
   });
 });

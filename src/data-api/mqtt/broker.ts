@@ -11,6 +11,8 @@ import { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, routeTopicPrefix } from './topics.js';
 import { GuardedConnection } from './connection-guard.js';
 import { ClientIdBindings } from './client-ids.js';
+import { openDatabase } from '../../db/client.js';
+import { createStaServer } from '../../sta/index.js';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -43,7 +45,13 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * a client id is bound to its identity (ClientIdBindings) before aedes may take a session over.
  */
 export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
-  const access = new MqttAccess({ callers: new CallerCache(ctx.db), verifier: ctx.verifier, routes, log });
+  // On PostgreSQL the notifier's reads and the rights checks before its deliveries run on a
+  // connection of the broker's own: through the shared pool they queued behind the HTTP requests
+  // of a busy process, and each message waited as long as the slowest answer.
+  const own = ctx.databaseUrl ? openDatabase({ url: ctx.databaseUrl, dataDir: null, poolSize: 2 }, log) : null;
+  const db = own ?? ctx.db;
+  const sta = own ? createStaServer({ db: own, postgis: ctx.postgis, limits: ctx.config.dataApi.limits }) : ctx.sta;
+  const access = new MqttAccess({ callers: new CallerCache(db), verifier: ctx.verifier, routes, log });
   const sessions = new WeakMap<Client, MqttSession>();
   const clientIds = new ClientIdBindings();
   /** The connected client of each client id, for the notifier's subscribers. */
@@ -141,7 +149,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 
   const notifier = new ChangeNotifier({
-    sta: ctx.sta, routes, subscriptions, dataApiUrl, log,
+    sta, routes, subscriptions, dataApiUrl, log, filterMaxBytes: ctx.config.dataApi.limits.expressionMaxBytes,
     beforePublish: async (topics) => {
       const subscribers = new Set<MqttSession>();
       for (const topic of topics) {
@@ -167,6 +175,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
     close: async () => {
       await stopFeed();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
+      await own?.destroy();
     },
   };
 }

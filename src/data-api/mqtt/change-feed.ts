@@ -73,7 +73,13 @@ export class StaChangeFeed {
     this.flushScheduled = false;
     if (!this.databaseUrl) return this.deliver(changes);
     for (const payload of encode(changes)) {
-      sql`select pg_notify(${STA_CHANGES_CHANNEL}, ${payload})`.execute(this.db).catch((error: Error) => {
+      // Over this process's LISTEN connection when it has one: through the pool, a NOTIFY waited
+      // behind every query queued there (seconds in a busy process), and so did every message.
+      const listener = this.listener;
+      const sent = listener ? listener.notify(payload) : Promise.resolve(false);
+      sent.then(async (done) => {
+        if (!done) await sql`select pg_notify(${STA_CHANGES_CHANNEL}, ${payload})`.execute(this.db);
+      }).catch((error: Error) => {
         this.log.warn({ err: { message: error.message } }, 'SensorThings changes: NOTIFY failed; MQTT subscribers miss these changes');
       });
     }

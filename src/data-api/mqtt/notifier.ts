@@ -1,14 +1,17 @@
 import type { StaServer } from '../../sta/types.js';
-import { publicBaseOf, type PayloadRoute, type RouteTable } from '../route-table.js';
+import type { PayloadRoute, RouteTable } from '../route-table.js';
 import type { StaChange } from './change-feed.js';
 import type { SubscriptionIndex } from './subscriptions.js';
-import { pathsOfChange, routeTopicPrefix, topicsOfPath, TO_ONE_LINKS } from './topics.js';
+import { findEntities, type FoundEntity } from './entity-lookup.js';
+import { pathsOfChange, routeTopicPrefix, topicsOfPath } from './topics.js';
 
 export interface NotifierDeps {
   sta: StaServer;
   routes: RouteTable;
   subscriptions: SubscriptionIndex;
   dataApiUrl: string;
+  /** STA_EXPRESSION_MAX_BYTES: the `$filter` of a batched read stays within it. */
+  filterMaxBytes: number;
   /**
    * Called before each batch of messages goes out, with their topics: brings their subscribers'
    * rights up to date, so that each delivery is then decided at once on current rights. A failure
@@ -23,10 +26,16 @@ export interface NotifierDeps {
 const MAX_BACKLOG = 50_000;
 /** Property values remembered per entity, to tell a changed property from one merely written again. */
 const MAX_REMEMBERED_ENTITIES = 10_000;
-/** Changes fetched before their messages go out together (one check of the subscribers' rights). */
-const BATCH_CHANGES = 50;
+/**
+ * Changes read before their messages go out together (one check of the subscribers' rights). Their
+ * entities are read a few hundred per query, so a large batch costs little more than a small one;
+ * under a thousand writes a second one batch holds what came in while the last was read.
+ */
+const BATCH_CHANGES = 2_000;
 
 interface Pending { change: StaChange; route: PayloadRoute }
+/** Changes of one route and entity set are read together. */
+const groupKey = ({ change, route }: Pending) => `${route.datasetId}\u0000${route.slug}\u0000${change.entitySet}`;
 interface Message { topic: string; text: string }
 
 /**
@@ -34,12 +43,16 @@ interface Message { topic: string; text: string }
  * the entity as a GET answers it, on its entity set, itself and the navigation collections of its
  * to-one links; on a property topic, `{"name": value}` when the value differs from the last one
  * seen. Deletes are not announced (the standard notifies creates and updates). A change is only
- * fetched when some topic of its route has a subscriber here; fetches run one at a time so that a
- * bulk insert followed by subscribers does not flood the database.
+ * read when some topic of its route has a subscriber here. The changes waiting are read in
+ * batches, one collection query per route, entity set and few hundred ids, one query at a time:
+ * a query per change could not keep up with a thousand writes a second (its messages fell behind
+ * by a second and more), and one at a time keeps a bulk insert followed by subscribers from
+ * flooding the database.
  */
 export class ChangeNotifier {
   private queue: Pending[] = [];
   private draining = false;
+  private drainScheduled = false;
   private dropping = false;
   private readonly remembered = new Map<string, Map<string, string>>();
 
@@ -58,7 +71,14 @@ export class ChangeNotifier {
         this.queue.push({ change, route });
       }
     }
-    void this.drain();
+    // Started on the next turn: the other NOTIFYs of a burst, read from the socket together, join this batch.
+    if (this.queue.length > 0 && !this.drainScheduled) {
+      this.drainScheduled = true;
+      setImmediate(() => {
+        this.drainScheduled = false;
+        void this.drain();
+      });
+    }
   };
 
   private async drain(): Promise<void> {
@@ -66,14 +86,13 @@ export class ChangeNotifier {
     this.draining = true;
     try {
       while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, BATCH_CHANGES);
+        const found = await this.findAll(batch);
         const messages: Message[] = [];
-        for (const next of this.queue.splice(0, BATCH_CHANGES)) {
-          try {
-            await this.compose(next, messages);
-          } catch (error) {
-            // The entity may be gone again, or the schema unprovisioned: nothing to announce.
-            this.deps.log.debug({ err: { message: (error as Error).message }, change: next.change }, 'MQTT notifications: change not announced');
-          }
+        // In the order the changes came: the messages of an entity set keep the order of its writes.
+        for (const pending of batch) {
+          const entity = found.get(groupKey(pending))?.get(pending.change.id);
+          if (entity) this.compose(pending, entity, messages);
         }
         await this.publish(messages);
       }
@@ -81,6 +100,29 @@ export class ChangeNotifier {
       this.draining = false;
       this.dropping = false;
     }
+  }
+
+  /**
+   * The changed entities of a batch, read per route and entity set (one query per few hundred ids).
+   * A group whose read fails (the schema unprovisioned meanwhile) announces nothing; the others go on.
+   */
+  private async findAll(batch: Pending[]): Promise<Map<string, Map<number, FoundEntity>>> {
+    const groups = new Map<string, { route: PayloadRoute; entitySet: string; ids: Set<number> }>();
+    for (const pending of batch) {
+      const key = groupKey(pending);
+      let group = groups.get(key);
+      if (!group) groups.set(key, group = { route: pending.route, entitySet: pending.change.entitySet, ids: new Set() });
+      group.ids.add(pending.change.id);
+    }
+    const found = new Map<string, Map<number, FoundEntity>>();
+    for (const [key, { route, entitySet, ids }] of groups) {
+      try {
+        found.set(key, await findEntities(this.deps.sta, this.deps.dataApiUrl, route, entitySet, [...ids], this.deps.filterMaxBytes));
+      } catch (error) {
+        this.deps.log.debug({ err: { message: (error as Error).message }, entitySet, changes: ids.size }, 'MQTT notifications: changes not announced');
+      }
+    }
+    return found;
   }
 
   private async publish(messages: Message[]): Promise<void> {
@@ -97,37 +139,15 @@ export class ChangeNotifier {
     }
   }
 
-  /** Adds the messages of one change to `messages`. */
-  private async compose({ change, route }: Pending, messages: Message[]): Promise<void> {
+  /** Adds the messages of one change, whose entity was found, to `messages`. */
+  private compose({ change, route }: Pending, { text, entity, linkIds }: FoundEntity, messages: Message[]): void {
     const { entitySet, id } = change;
-    const links = TO_ONE_LINKS[entitySet] ?? [];
-    const answer = await this.deps.sta.handle({
-      method: 'GET',
-      path: `/${entitySet}(${id})`,
-      // Only the ids of the to-one links are asked for: they name the navigation collections.
-      query: links.length > 0 ? `$expand=${links.map((link) => `${link.navigation}($select=id)`).join(',')}` : '',
-      body: undefined,
-      preferMinimal: false,
-      baseUrl: publicBaseOf(this.deps.dataApiUrl, route),
-      schema: route.storageSchema,
-      rights: { read: true, write: false },
-    });
-    if (answer.status !== 200 || typeof answer.body !== 'object' || answer.body === null) return;
-    const entity = { ...(answer.body as Record<string, unknown>) };
-    const linkIds = new Map<string, number>();
-    for (const link of links) {
-      const linked = entity[link.navigation] as Record<string, unknown> | undefined;
-      if (linked && typeof linked['@iot.id'] === 'number') linkIds.set(link.navigation, linked['@iot.id']);
-      // The message is the entity as a plain GET answers it, without the expansion.
-      delete entity[link.navigation];
-    }
-    const message = JSON.stringify(entity);
-    const publishOn = (path: string, text: string) => {
+    const publishOn = (path: string, message: string) => {
       for (const topic of topicsOfPath(route.datasetId, route.slug, path)) {
-        if (this.deps.subscriptions.has(topic)) messages.push({ topic, text });
+        if (this.deps.subscriptions.has(topic)) messages.push({ topic, text: message });
       }
     };
-    for (const path of pathsOfChange(entitySet, id, linkIds)) publishOn(path, message);
+    for (const path of pathsOfChange(entitySet, id, linkIds)) publishOn(path, text);
     this.notifyProperties(route, `/${entitySet}(${id})`, entity, publishOn);
   }
 
