@@ -184,6 +184,9 @@ describe('the container image (podman)', { skip: missing(requirePodman(), postgr
   test('MapServer, spawn-fcgi and the PostgreSQL client tools are on PATH', async () => {
     const { stdout } = await podman(['exec', CONTAINER, 'sh', '-c', 'for tool in mapserv spawn-fcgi psql shp2pgsql; do command -v "$tool" || echo "missing: $tool"; done']);
     assert.doesNotMatch(stdout, /missing/, stdout);
+    // The binary runs as the service's user: every library it links is in the image.
+    const version = await podman(['exec', CONTAINER, 'mapserv', '-v']);
+    assert.match(version.stdout, /MapServer version 8\.\d+/, version.stdout);
   });
 
   test(`podman stop (SIGTERM) drains and exits 0 within ${DRAIN_BOUND_MS / 1000} s, logging "stopped"`, async (t) => {
