@@ -203,3 +203,16 @@ export function locateKubectl(): string | null {
 export function requireKubectl(): string | null {
   return locateKubectl() ? null : 'kubectl is not installed (Debian packages: kubernetes-client)';
 }
+
+/**
+ * What the image test (test/deploy/image.test.ts) builds and runs the container image with: rootful
+ * podman (runc as its runtime: see test/deploy/podman.ts), netavark for the build's network, and
+ * mmdebstrap for a Debian base image made without a registry.
+ */
+export function requirePodman(): string | null {
+  const tools = ['podman', 'runc', 'netavark', 'mmdebstrap'];
+  const absent = tools.filter((tool) => !findExecutable(tool, ['/usr/sbin', '/usr/libexec/podman', '/usr/lib/podman']));
+  if (absent.length > 0) return `${absent.join(', ')} not installed (Debian packages: podman runc netavark aardvark-dns iptables uidmap mmdebstrap)`;
+  if (process.getuid?.() !== 0) return 'needs root: the image test runs rootful podman and mmdebstrap in root mode';
+  return null;
+}
