@@ -1,3 +1,4 @@
+import { WEATHER_STATION } from '../data-api/mqtt-fixtures.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request } from '../faults/harness.js';
@@ -76,15 +77,7 @@ export class Platform {
 
   /** A Thing with one Datastream (and its Sensor and ObservedProperty); answers the Datastream's id. */
   async datastream(base: string): Promise<number> {
-    const thing = await this.data('POST', base, '/Things', {
-      name: 'station', description: 'a weather station',
-      Datastreams: [{
-        name: 'temperature', description: 'air temperature', observationType: 'http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_Measurement',
-        unitOfMeasurement: { name: 'degree Celsius', symbol: '°C', definition: 'http://unitsofmeasure.org/ucum.html#para-30' },
-        Sensor: { name: 'thermometer', description: 'a thermometer', encodingType: 'application/pdf', metadata: 'https://example.org/thermometer.pdf' },
-        ObservedProperty: { name: 'temperature', definition: 'https://example.org/temperature', description: 'air temperature' },
-      }],
-    });
+    const thing = await this.data('POST', base, '/Things', WEATHER_STATION);
     const datastreams = await this.data('GET', base, `/Things(${thing['@iot.id']})/Datastreams`);
     return datastreams.value[0]['@iot.id'];
   }
