@@ -130,7 +130,8 @@ describe('database faults (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE
     const late = await databaseProxy(database.url);
     try {
       const server = await start({ DATABASE_URL: late.url });
-      const line = await server.waitForLine(/database not reachable/, 10_000);
+      // Generous: under a loaded machine the child compiles its sources (tsx) before it tries.
+      const line = await server.waitForLine(/database not reachable/, 30_000);
       assert.match(line, new RegExp(`database not reachable \\(ECONNREFUSED at 127\\.0\\.0\\.1:${late.port}\\); retrying in \\d+ s, giving up after 60 s`));
       await late.listen();
       await server.waitForLine(/"msg":"ready: /, 15_000);

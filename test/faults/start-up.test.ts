@@ -39,7 +39,7 @@ describe('start-up (postgres)', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }
     const late = await databaseProxy(database.url);
     try {
       const server = await start({ DATABASE_URL: late.url });
-      await server.waitForLine(/database not reachable/, 10_000);
+      await server.waitForLine(/database not reachable/, 30_000);
       // Sent while the database is away: held, then answered 503 once its 10 s are up.
       const heldAt = Date.now();
       const tooLong = request(`${server.apiUrl}/v1/users/me`).then((answer) => ({ answer, waitedMs: Date.now() - heldAt }));
