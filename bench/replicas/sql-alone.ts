@@ -1,6 +1,5 @@
-import pg from 'pg';
 import type { CapturedQuery } from '../sql-alone.js';
-import { loopLoad, type Run } from '../sta/load.js';
+import { loopLoad, withStatementClients, type Run } from '../sta/load.js';
 import { startCpuMeasurement, type CpuShares, type Parties } from './cpu.js';
 
 /**
@@ -10,20 +9,10 @@ import { startCpuMeasurement, type CpuShares, type Parties } from './cpu.js';
  * them, and a process that has ended no longer shows its CPU time in /proc.
  */
 export async function sqlAlone(databaseUrl: string, queries: CapturedQuery[], connections: number, seconds: number, warmupSeconds: number, parties: Parties): Promise<{ run: Run; cpu: CpuShares }> {
-  const clients = await Promise.all(Array.from({ length: connections }, async () => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    return client;
-  }));
-  try {
-    const steps = clients.map((client) => async () => {
-      for (const query of queries) await client.query(query.text, query.values);
-    });
+  return withStatementClients(databaseUrl, queries, connections, async (steps) => {
     if (warmupSeconds) await loopLoad(connections, warmupSeconds, steps);
     const stop = startCpuMeasurement(parties);
     const run = await loopLoad(connections, seconds, steps);
     return { run, cpu: await stop() };
-  } finally {
-    await Promise.all(clients.map((client) => client.end()));
-  }
+  });
 }

@@ -92,16 +92,20 @@ export async function loopLoad(connections: number, seconds: number, steps: Arra
  * text and parameters (extended protocol, as the application sends them), back to back.
  */
 export async function sqlLoad(databaseUrl: string, queries: CapturedQuery[], connections: number, seconds: number, warmupSeconds: number): Promise<Run> {
+  return withStatementClients(databaseUrl, queries, connections, (steps) => loopLoad(connections, seconds, steps, warmupSeconds));
+}
+
+/** Connects `connections` pg clients, gives `use` one step per client (the statements in order), and ends the clients after. */
+export async function withStatementClients<T>(databaseUrl: string, queries: CapturedQuery[], connections: number, use: (steps: Array<() => Promise<void>>) => Promise<T>): Promise<T> {
   const clients = await Promise.all(Array.from({ length: connections }, async () => {
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     return client;
   }));
   try {
-    const steps = clients.map((client) => async () => {
+    return await use(clients.map((client) => async () => {
       for (const query of queries) await client.query(query.text, query.values);
-    });
-    return await loopLoad(connections, seconds, steps, warmupSeconds);
+    }));
   } finally {
     await Promise.all(clients.map((client) => client.end()));
   }
