@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Config } from './config.js';
 import { openDatabase, type ConnectionLog, type Database, type DatabaseTarget } from './db/client.js';
 import { describeConnectionError, isDatabaseUnavailable } from './db/connection-errors.js';
-import { hasPendingMigrations, migrateToLatest } from './db/migrate.js';
+import { appliedMigrations, hasPendingMigrations, migrateToLatest } from './db/migrate.js';
 import { checkDatabasePrivileges } from './db/privileges.js';
 import { StartRefusedError } from './db/start-errors.js';
 import { bootstrap } from './db/bootstrap.js';
@@ -65,8 +65,10 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
   const db = openDatabase(where, log);
   try {
     await waitForDatabase(db, config.database.startupTimeoutSeconds, log);
-    if (where.url) await checkDatabasePrivileges(db, await hasPendingMigrations(db));
-    await migrateToLatest(db);
+    // Read once: what the privilege check needs to know, and what the migrator refuses when newer.
+    const applied = await appliedMigrations(db);
+    if (where.url) await checkDatabasePrivileges(db, hasPendingMigrations(applied));
+    await migrateToLatest(db, applied);
     if (!where.url) await clearIdempotencyPlaceholders(db);
     const tenant = await bootstrap(db, config.bootstrap);
     // Secrets still in clear (rows from before sealing) or sealed with SECRETS_KEY_PREVIOUS are

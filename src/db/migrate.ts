@@ -11,8 +11,8 @@ const MIGRATION_TABLE = 'kysely_migration';
  * processes starting together on one database never both migrate. A database migrated by a newer
  * release is refused before anything is applied: this program's queries may not fit its tables.
  */
-export async function migrateToLatest(db: Database): Promise<void> {
-  await refuseNewerSchema(db);
+export async function migrateToLatest(db: Database, applied?: readonly string[]): Promise<void> {
+  refuseNewerSchema(applied ?? await appliedMigrations(db));
   // Migrations are written on parallel branches (0002 may land after a database applied 0003);
   // they are independent, so one applied out of order is fine.
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, allowUnorderedMigrations: true });
@@ -23,18 +23,18 @@ export async function migrateToLatest(db: Database): Promise<void> {
   }
 }
 
-/** Whether some committed migration is not applied yet (a start will create or alter tables). */
-export async function hasPendingMigrations(db: Database): Promise<boolean> {
-  const applied = new Set(await appliedMigrations(db));
-  return Object.keys(migrations).some((name) => !applied.has(name));
+/** Whether some committed migration is not among `applied` (a start will create or alter tables). */
+export function hasPendingMigrations(applied: readonly string[]): boolean {
+  const done = new Set(applied);
+  return Object.keys(migrations).some((name) => !done.has(name));
 }
 
 /**
  * An old replica started after a newer one migrated (a rollback, a rolling update gone back) would
  * otherwise fail later, somewhere, on a column it does not know; it stops at once with one line.
  */
-async function refuseNewerSchema(db: Database): Promise<void> {
-  const unknown = (await appliedMigrations(db)).filter((name) => !(name in migrations)).sort();
+function refuseNewerSchema(applied: readonly string[]): void {
+  const unknown = applied.filter((name) => !(name in migrations)).sort();
   if (unknown.length === 0) return;
   const latest = Object.keys(migrations).sort().at(-1);
   throw new StartRefusedError(
@@ -43,7 +43,8 @@ async function refuseNewerSchema(db: Database): Promise<void> {
   );
 }
 
-async function appliedMigrations(db: Database): Promise<string[]> {
+/** The names of the migrations this database has applied (none before the first start). */
+export async function appliedMigrations(db: Database): Promise<string[]> {
   const { rows: [table] } = await sql<{ present: boolean }>`select to_regclass(${MIGRATION_TABLE}) is not null as present`.execute(db);
   if (!table?.present) return [];
   const { rows } = await sql<{ name: string }>`select name from ${sql.table(MIGRATION_TABLE)}`.execute(db);
