@@ -30,6 +30,8 @@ export interface StaServerDeps {
    * requests of a `$batch` are each held to the same query limits as a request on its own.
    */
   limits?: StaLimits;
+  /** The MQTT broker's URLs, shown in the service root (`mqttEndpointsOf` derives them from the settings). */
+  mqttEndpoints?: readonly string[];
 }
 
 export interface StaLimits extends QueryLimits {
@@ -56,7 +58,7 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
   const isRead = request.method === 'GET' || request.method === 'HEAD';
   if (path.length === 0) {
     if (!isRead) throw new AppError('MALFORMED_REQUEST', 'The service root takes GET only', { status: 405 });
-    return serviceRoot(request.baseUrl);
+    return serviceRoot(request.baseUrl, deps.mqttEndpoints);
   }
   const target = await resolveTarget(deps.db, read, path, isRead);
   if (isRead) return getTarget(read, request, target, options);
@@ -87,6 +89,19 @@ function takingTurns(serve: ServeWith): ServeWith {
     }
     return serve(inner, sub);
   };
+}
+
+/**
+ * Where clients reach the broker: `mqtt://{host of DATA_API_URL}:{MQTT_PORT}` (none when MQTT_PORT
+ * is off) and MQTT over WebSocket at `{DATA_API_URL}/mqtt` (ws, or wss behind https).
+ */
+export function mqttEndpointsOf(dataApiUrl: string, mqttPort: number | null): string[] {
+  const url = new URL(dataApiUrl);
+  const endpoints: string[] = [];
+  if (mqttPort !== null) endpoints.push(`mqtt://${url.hostname}:${mqttPort}`);
+  const path = url.pathname.replace(/\/+$/, '');
+  endpoints.push(`${url.protocol === 'https:' ? 'wss' : 'ws'}://${url.host}${path}/mqtt`);
+  return endpoints;
 }
 
 export function createStaServer(deps: StaServerDeps): StaServer {
