@@ -9,6 +9,7 @@ import { provisionStorage } from './storage.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
 import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
+import { writeRef, type RefWriteRequest } from './ref-writes.js';
 import type { ReadContext } from './read.js';
 import type { Change } from './write-sql.js';
 import type { StaRequest, StaResponse, StaServer } from './types.js';
@@ -63,6 +64,9 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
   const target = await resolveTarget(deps.db, read, path, isRead);
   if (isRead) return getTarget(read, request, target, options);
   const writeDeps: WriteDeps = { read, ...(deps.onChange ? { onChange: deps.onChange } : {}) };
+  if (target.kind !== 'property' && target.ref) {
+    return writeRef(writeDeps, { method: request.method as RefWriteRequest['method'], body: request.body, query: request.query, baseUrl: request.baseUrl }, target);
+  }
   const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal, callerMayRead: request.rights.read };
   switch (request.method) {
     case 'POST': return createAt(writeDeps, write, target);

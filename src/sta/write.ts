@@ -34,7 +34,7 @@ export interface WriteRequest {
   callerMayRead: boolean;
 }
 
-async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
   const changes: Change[] = [];
   const ctx: SqlContext = { schema: deps.read.schema, postgis: deps.read.postgis };
   const db = deps.read.db;
