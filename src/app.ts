@@ -84,7 +84,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
           '',
           `A released dataset's named APIs are served by the data API (${ctx.config.dataApi.baseUrl}) at their previewUrl, \`/v1/datasets/{id}/{slug}\`:`,
-          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$batch`, `CreateObservations`, MQTT);',
+          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$ref` links, `$batch`, `CreateObservations` answering one entry per row, MQTT);',
           'an OWS API takes feature collections at `{base}/collections[/{name}[/items[/{fid}]]]` (OGC API – Features Part 4 style, PostGIS) and answers WFS 2.0.0/1.1.0/1.0.0 and WMS 1.3.0/1.1.1 on `{base}?SERVICE=…` through MapServer,',
           'a collection being the feature type `{slug}:{name}` and the layer `{name}`, drawn with the dataset\'s SLD styles (`STYLES=<style name>`); an invalid OGC request answers its exception report with 400;',
           'OGC requests are rebuilt by the gateway: only the parameters of the operation pass (never SLD, SLD_BODY, MAP, map.*), XML POSTs are WFS operations without DOCTYPE, WIDTH/HEIGHT at most OWS_MAX_IMAGE_SIZE (else 400 VALIDATION_FAILED), at most OWS_MAX_PER_CALLER map requests run per caller (a request waiting OWS_QUEUE_TIMEOUT_MS answers 503 with Retry-After);',

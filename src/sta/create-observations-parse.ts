@@ -5,8 +5,12 @@ import { parseEntity, type BoundValue } from './validate.js';
 /**
  * The body of `CreateObservations` checked whole and turned into one column per stored field,
  * ready to bind as array parameters. Every value goes through the same checks as a single
- * Observation's create (`parseEntity`), so both paths accept exactly the same values; an error
- * names the value's position in the body, e.g. `[0].dataArray[17][1]`.
+ * Observation's create (`parseEntity`), so both paths accept exactly the same values.
+ *
+ * A fault in the request's shape (not an array, a group without Datastream, unknown components, a
+ * `dataArray@iot.count` that does not match) refuses the whole request: 400 naming it. A fault in
+ * one row (its length, one of its values) refuses that row only: it is left out of the columns
+ * and its message, naming the value's position (`[0].dataArray[17][1]`), is kept for the answer.
  */
 
 const FOI_COMPONENT = 'FeatureOfInterest/id';
@@ -18,16 +22,23 @@ export interface ObservationGroup {
   datastreamId: number;
   /** Where the group is in the body: `[0]`. */
   field: string;
-  /** Its rows in the columns: `[start, end)`. */
-  start: number;
+  /** Its rows, numbered over the whole body (every group's rows one after the other): `[first, end)`. */
+  first: number;
   end: number;
   /** The index of `FeatureOfInterest/id` in its components, -1 when absent. */
   featureComponent: number;
 }
 
-/** One entry per row in every array; null where the row has no value. */
+/**
+ * One entry per accepted row in every array (null where the row has no value), in body order;
+ * `source` numbers each over the whole body. `refused` holds the message of each row left out.
+ */
 export interface ObservationColumns {
   groups: ObservationGroup[];
+  /** How many rows the body holds, accepted or not. */
+  total: number;
+  refused: Map<number, string>;
+  source: number[];
   datastream: number[];
   /** null: derive it from the Datastream's Thing's Location. */
   featureOfInterest: (number | null)[];
@@ -39,9 +50,16 @@ export interface ObservationColumns {
   validStart: (string | null)[];
   validEnd: (string | null)[];
   parameters: (string | null)[];
-  /** The position of a row's `FeatureOfInterest/id` value, for an error about it. */
-  featureOfInterestField(row: number): string;
 }
+
+/** Where a row (numbered over the whole body) is: `[0].dataArray[17]`. */
+export function rowField(columns: Pick<ObservationColumns, 'groups'>, source: number): string {
+  const group = columns.groups.find((g) => source >= g.first && source < g.end)!;
+  return `${group.field}.dataArray[${source - group.first}]`;
+}
+
+/** The answer entry of a refused row: `error` first, as the standard's example and FROST-Server spell it. */
+export const rowError = (field: string, message: string) => `error ${field}: ${message}`;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -64,12 +82,8 @@ export function parseDataArrays(body: unknown): ObservationColumns {
     throw validationFailed('body', 'must be a non-empty array of {"Datastream", "components", "dataArray"}');
   }
   const columns: ObservationColumns = {
-    groups: [], datastream: [], featureOfInterest: [], phenomenonStart: [], phenomenonEnd: [], resultTime: [],
-    result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
-    featureOfInterestField(row) {
-      const group = this.groups.find((g) => row >= g.start && row < g.end)!;
-      return `${group.field}.dataArray[${row - group.start}][${group.featureComponent}]`;
-    },
+    groups: [], total: 0, refused: new Map(), source: [], datastream: [], featureOfInterest: [], phenomenonStart: [],
+    phenomenonEnd: [], resultTime: [], result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
   };
   body.forEach((raw, index) => parseGroup(raw, `[${index}]`, columns));
   return columns;
@@ -102,9 +116,20 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
     throw validationFailed(`${field}.dataArray@iot.count`, `is ${JSON.stringify(count)} but dataArray holds ${dataArray.length} rows`);
   }
   const featureComponent = components.indexOf(FOI_COMPONENT);
-  const start = columns.datastream.length;
-  dataArray.forEach((row, r) => parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns));
-  columns.groups.push({ datastreamId, field, start, end: columns.datastream.length, featureComponent });
+  const first = columns.total;
+  dataArray.forEach((row, r) => {
+    const source = first + r;
+    try {
+      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns);
+      columns.source.push(source);
+    } catch (error) {
+      const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+      if (!fault) throw error;
+      columns.refused.set(source, rowError(fault.field, fault.message));
+    }
+  });
+  columns.total += dataArray.length;
+  columns.groups.push({ datastreamId, field, first, end: columns.total, featureComponent });
 }
 
 function parseRow(row: unknown, field: string, components: string[], featureComponent: number, datastreamId: number, columns: ObservationColumns) {
@@ -130,6 +155,7 @@ function parseRow(row: unknown, field: string, components: string[], featureComp
     if (id === undefined) throw validationFailed(`${field}[${featureComponent}]`, 'must be a FeatureOfInterest id (a positive integer) or null');
     featureOfInterest = id;
   }
+  // Every check is behind us: only now does the row enter the columns (all of them, or none).
   const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
   const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
   columns.datastream.push(datastreamId);

@@ -4,7 +4,7 @@ import { ENTITIES, type EntityDef, type NavigationDef } from './model.js';
 import { tableOf } from './resolver.js';
 import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
-import { setThingLocations } from './thing-locations.js';
+import { moveThingToHistoricalLocation, setThingLocations } from './thing-locations.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
 
 /**
@@ -55,6 +55,7 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
   const id = await insertRow(w, entity, assignments);
   recordChange(w, entity, id, 'create');
   await linkToMany(w, entity, id, parsed, false);
+  if (entity === ENTITIES.HistoricalLocations) await moveThingToHistoricalLocation(w, id);
   return id;
 }
 
