@@ -19,6 +19,7 @@ import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
 import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
+import { tokenRoutes } from './modules/tokens/index.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { auditRoutes } from './modules/audit/index.js';
@@ -118,6 +119,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(roleRoutes, { ctx });
     await v1.register(groupRoutes, { ctx });
     await v1.register(userRoutes, { ctx });
+    await v1.register(tokenRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(auditRoutes, { ctx });
