@@ -33,14 +33,14 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   app.get('/users/me/tokens', {
     schema: {
       tags, summary: "List the current user's personal access tokens (never their secrets)",
-      querystring: PersonalAccessTokenListQuery, response: responses({ 200: PageOf(PersonalAccessToken, 'PersonalAccessToken') }, [400, 401]),
+      querystring: PersonalAccessTokenListQuery, response: responses({ 200: PageOf(PersonalAccessToken, 'PersonalAccessToken') }, [400, 401, 403]),
     },
   }, async (request) => listOwnTokens(ctx.db, callerOf(request), request.query));
 
   app.delete('/users/me/tokens/:id', {
     schema: {
       tags, summary: "Delete one of the current user's personal access tokens (refused everywhere within a second)",
-      params: IdParams, response: responses({ 204: NoContent }, [400, 401, 404]),
+      params: IdParams, response: responses({ 204: NoContent }, [400, 401, 403, 404]),
     },
   }, async (request, reply) => {
     const caller = callerOf(request);
