@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
-import type { VerifiedToken } from '../http/token-verifier.js';
 import { loadCallerOfUser, type Caller, type CallerIdentity } from './caller.js';
 
 /**
@@ -16,7 +15,7 @@ import { loadCallerOfUser, type Caller, type CallerIdentity } from './caller.js'
  * cannot hold U+0000: a claim carrying it is treated as absent, so the caller is authenticated
  * without permissions rather than every request failing with a 500.
  */
-export function identityOf(token: VerifiedToken): CallerIdentity {
+export function identityOf(token: { subject: string; email: string | null; claims: Record<string, unknown> }): CallerIdentity {
   const usableSubject = storable(token.subject);
   return {
     // The subject scopes idempotency keys, so it must stay distinct per token subject: an unusable

@@ -70,6 +70,11 @@ for (const kind of databaseKinds()) {
       assert.equal(list.json().content[0].token, undefined);
       assert.ok(!list.body.includes(created.token.slice(4)), 'the list never carries the secret');
 
+      const one = await t.app.inject({ method: 'GET', url: `/v1/users/me/tokens/${created.id}`, headers: bearer(owner.token) });
+      assert.equal(one.statusCode, 200, one.body);
+      const { token: _secret, ...shown } = created;
+      assert.deepEqual(one.json(), shown);
+
       const { rows } = await sql<Json>`select * from personal_access_tokens where id = ${created.id}`.execute(t.ctx.db);
       assert.equal(rows.length, 1);
       assert.equal(rows[0]!.token_hash, createHash('sha256').update(created.token).digest('hex'));
@@ -199,6 +204,7 @@ for (const kind of databaseKinds()) {
       const other = await poolUser();
       const created = await newToken(owner.token);
       expectProblem(await t.app.inject({ method: 'DELETE', url: `/v1/users/me/tokens/${created.id}`, headers: bearer(other.token) }), 404, 'NOT_FOUND');
+      expectProblem(await t.app.inject({ method: 'GET', url: `/v1/users/me/tokens/${created.id}`, headers: bearer(other.token) }), 404, 'NOT_FOUND');
       const reader = await grant(t, uniqueEmail('user-reader'), ['USER_READ']);
       expectProblem(await t.app.inject({ method: 'GET', url: `/v1/users/${owner.user.id}/tokens`, headers: bearer(reader) }), 403, 'ACCESS_DENIED');
       expectProblem(await t.app.inject({ method: 'DELETE', url: `/v1/users/${owner.user.id}/tokens/${created.id}`, headers: bearer(reader) }), 403, 'ACCESS_DENIED');
@@ -207,6 +213,10 @@ for (const kind of databaseKinds()) {
       assert.equal(listed.statusCode, 200, listed.body);
       assert.deepEqual(listed.json().content.map((token: Json) => token.id), [created.id]);
       expectProblem(await t.app.inject({ method: 'GET', url: `/v1/users/${randomUUID()}/tokens`, headers: bearer(t.adminToken) }), 404, 'NOT_FOUND');
+      const one = await t.app.inject({ method: 'GET', url: `/v1/users/${owner.user.id}/tokens/${created.id}`, headers: bearer(t.adminToken) });
+      assert.equal(one.statusCode, 200, one.body);
+      assert.equal(one.json().token, undefined);
+      expectProblem(await t.app.inject({ method: 'GET', url: `/v1/users/${other.user.id}/tokens/${created.id}`, headers: bearer(t.adminToken) }), 404, 'NOT_FOUND');
       expectProblem(await t.app.inject({ method: 'DELETE', url: `/v1/users/${other.user.id}/tokens/${created.id}`, headers: bearer(t.adminToken) }), 404, 'NOT_FOUND');
       const deleted = await t.app.inject({ method: 'DELETE', url: `/v1/users/${owner.user.id}/tokens/${created.id}`, headers: bearer(t.adminToken) });
       assert.equal(deleted.statusCode, 204, deleted.body);

@@ -8,7 +8,7 @@ import { actorOf } from '../audit/index.js';
 import {
   CreatedPersonalAccessToken, PersonalAccessToken, PersonalAccessTokenInput, PersonalAccessTokenListQuery, UserTokenParams, UserTokensParams,
 } from './tokens.schemas.js';
-import { createToken, deleteToken, listOwnTokens, listTokensOfUser } from './tokens.service.js';
+import { createToken, deleteToken, getToken, listOwnTokens, listTokensOfUser } from './tokens.service.js';
 
 const tags = ['Personal access tokens'];
 const USE = 'Accepted on the data API only (OWS, STA, MQTT): as `Authorization: Bearer pat_…`, as the password of HTTP Basic, or as the MQTT password (any user name).';
@@ -37,6 +37,13 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
     },
   }, async (request) => listOwnTokens(ctx.db, callerOf(request), request.query));
 
+  app.get('/users/me/tokens/:id', {
+    schema: {
+      tags, summary: "Get one of the current user's personal access tokens (never its secret)",
+      params: IdParams, response: responses({ 200: PersonalAccessToken }, [400, 401, 403, 404]),
+    },
+  }, async (request) => getToken(ctx.db, callerOf(request).profile?.userId ?? null, request.params.id));
+
   app.delete('/users/me/tokens/:id', {
     schema: {
       tags, summary: "Delete one of the current user's personal access tokens (refused everywhere within a second)",
@@ -57,6 +64,16 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
   }, async (request) => {
     requireTenantPermission(callerOf(request), 'USER_WRITE');
     return listTokensOfUser(ctx.db, request.params.userId, request.query);
+  });
+
+  app.get('/users/:userId/tokens/:id', {
+    schema: {
+      tags, summary: "Get a user's personal access token (needs USER_WRITE at TENANT scope)",
+      params: UserTokenParams, response: responses({ 200: PersonalAccessToken }, [400, 401, 403, 404]),
+    },
+  }, async (request) => {
+    requireTenantPermission(callerOf(request), 'USER_WRITE');
+    return getToken(ctx.db, request.params.userId, request.params.id);
   });
 
   app.delete('/users/:userId/tokens/:id', {

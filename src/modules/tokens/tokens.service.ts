@@ -73,6 +73,13 @@ export async function listOwnTokens(db: Database, caller: Caller, query: Persona
   return listTokens(db, caller.profile.userId, query);
 }
 
+/** One token of the user (never its secret); 404 when the user has none with that id. */
+export async function getToken(db: Database, userId: string | null, id: string) {
+  const [token] = userId === null ? [] : await loadTokens(db, userId, [id]);
+  if (!token) throw notFound('Personal access token', id);
+  return token;
+}
+
 /** An administrator's view of a user's tokens: 404 for an unknown user. */
 export async function listTokensOfUser(db: Database, userId: string, query: PersonalAccessTokenListQuery) {
   if (!(await userExists(db, userId))) throw notFound('User', userId);
