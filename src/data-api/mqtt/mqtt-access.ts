@@ -11,8 +11,9 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
  * token (the username is ignored); no password is an anonymous client. An MQTT connection lives for
  * hours, so its rights are those of the access version (migration 0013) they were loaded at, and
  * are loaded again when that version moved: before a SUBSCRIBE or PUBLISH is decided, and before
- * the notifier publishes a batch (`bringCurrent`, one sequence read for the batch). A delivery is then decided at once on
- * those rights, and a token past its `exp` counts as no token.
+ * the notifier publishes a batch (`bringCurrent`, one sequence read for the batch). A delivery is
+ * then decided at once on those rights, and a token past its `exp` (or a personal access token past
+ * its `expiresAt`) counts as no token.
  */
 export interface MqttSession {
   /**
