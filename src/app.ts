@@ -19,6 +19,7 @@ import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
 import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
+import { tokenRoutes } from './modules/tokens/index.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { auditRoutes } from './modules/audit/index.js';
@@ -91,6 +92,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE (an OGC request by its operation: an XML POST of GetFeature reads, a WFS-T Transaction writes); a rejected token answers 401 with an HTML page.',
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
           'A caller who may write a dataset\'s payload but not read it gets 204 without a body for an update (PATCH, PUT; also inside `$batch` and in upstream mode); in upstream mode each `$batch` request is authorized on its own, as on our server.',
+          'Personal access tokens (`/v1/users/me/tokens`) are for the data API only: there they are accepted as `Authorization: Bearer pat_…`, as the password of HTTP Basic and as the MQTT password (any user name), acting with their user\'s current rights narrowed to their `datasetIds`; on this API they answer 401.',
           'MQTT: a packet before CONNACK at most MQTT_MAX_CONNECT_BYTES, after it MQTT_MAX_PACKET_BYTES (else the connection closes); a client id held by another identity gets CONNACK 0x02; each message follows the subscriber\'s current rights.',
           'Pipelines of an AVAILABLE dataset run (one process each, through a lease in the database): they read their data sources (MQTT, HTTP, SQL), map each record with the JSONata of their mapping, and write Observations (STA) or features (OWS) into the named API, exactly once in effect; `runtimeStatus` shows their state and counters, `…/pipelines/{id}/rejections` the records refused, `…/pipelines/{id}/restart` starts one again.',
           'Outside this document: `GET /health/live` (200 from the moment the process starts), `GET /health/ready` (503 until the database answers and is migrated; while a process starts, every other request waits for it, at most 10 s, then answers 503 SERVICE_UNAVAILABLE with Retry-After), and `GET /metrics` (Prometheus text format; a bearer token equal to METRICS_TOKEN when that is set, else open).',
@@ -118,6 +120,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(roleRoutes, { ctx });
     await v1.register(groupRoutes, { ctx });
     await v1.register(userRoutes, { ctx });
+    await v1.register(tokenRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(auditRoutes, { ctx });

@@ -56,7 +56,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
     });
   }
   // Payload clients read again and again: their grants are cached while no access change happened.
-  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db) });
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db, undefined, (error) => app.log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')),
+  });
   registerHealthRoutes(app, ctx.db);
   // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
   await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });
