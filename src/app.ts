@@ -12,6 +12,7 @@ import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { proxyTrustOf } from './http/trusted-proxies.js';
 import { registerHealthRoutes } from './http/health.js';
+import { docsOAuth, docsSecurity } from './http/docs-login.js';
 import { runBackgroundWork } from './jobs/background-work.js';
 import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
@@ -74,6 +75,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   await installCommonPlumbing(app, ctx);
   await app.register(idempotency, { db: ctx.db });
 
+  const security = docsSecurity(ctx.config);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -98,11 +100,11 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
         ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearerAuth: [] }],
+      components: { securitySchemes: security.securitySchemes },
+      security: security.security,
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, { routePrefix: '/docs', initOAuth: docsOAuth(ctx.config) });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerHealthRoutes(app, ctx.db);
@@ -126,7 +128,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(mappingRoutes, { datasets });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl, pipelinesChanged: () => ctx.pipelines.kick() });
-    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
