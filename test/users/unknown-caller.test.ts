@@ -53,6 +53,12 @@ for (const kind of databaseKinds()) {
       assert.equal((await get('/v1/datasets', token)).headers[HEADER], undefined);
     });
 
+    it('is documented: /v1/users/me and the document\'s description name the header', async () => {
+      const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+      assert.match(doc.paths['/v1/users/me'].get.description, /X-Caller-Unknown/);
+      assert.match(doc.info.description, /X-Caller-Unknown/);
+    });
+
     it('is never set for a known caller, nor without a valid token', async () => {
       for (const url of ['/v1/users/me', '/v1/datasets', '/v1/users']) {
         assert.equal((await get(url, t.adminToken)).headers[HEADER], undefined, url);
