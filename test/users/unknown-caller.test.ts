@@ -11,11 +11,12 @@ import { bearer, createUser, uniqueEmail } from '../helpers/factories.js';
  */
 
 const HEADER = 'x-caller-unknown';
+const PORTAL = 'http://portal.test';
 
 for (const kind of databaseKinds()) {
   describe(`a caller the service does not know (${kind})`, () => {
     let t: TestApp;
-    before(async () => { t = await buildTestApp(kind); });
+    before(async () => { t = await buildTestApp(kind, { CORS_ORIGINS: PORTAL }); });
     after(() => t.close());
 
     const get = (url: string, token: string) => t.app.inject({ method: 'GET', url, headers: bearer(token) });
@@ -41,9 +42,11 @@ for (const kind of databaseKinds()) {
       assert.ok(users.headers[HEADER], 'a 403 without the hint');
       // And the data API's answers (the same authentication).
       const gateway = await t.dataApi();
-      const payload = await gateway.inject({ method: 'GET', url: `/v1/datasets/${randomUUID()}/api`, headers: bearer(token) });
+      const payload = await gateway.inject({ method: 'GET', url: `/v1/datasets/${randomUUID()}/api`, headers: { ...bearer(token), origin: PORTAL } });
       assert.equal(payload.statusCode, 404, payload.body);
       assert.ok(payload.headers[HEADER], 'a data API answer without the hint');
+      // ... which a portal in the browser may read.
+      assert.match(String(payload.headers['access-control-expose-headers']), /X-Caller-Unknown/i);
 
       // Once an administrator creates the user, the hint is gone and /users/me names them.
       const user = await createUser(t, { email });
