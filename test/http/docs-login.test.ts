@@ -4,6 +4,10 @@ import { buildTestApp, DEV_PASSWORD, ADMIN_EMAIL, REALM, type TestApp } from '..
 import { buildIdpApp } from '../../src/idp/idp.app.js';
 import { loadConfig } from '../../src/config.js';
 import { docsOrigins } from '../../src/http/docs-login.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { eventually, request, serverPorts, startServer } from '../faults/harness.js';
 
 /**
  * Swagger UI (/docs) logs in by itself: the OpenAPI document's `login` scheme is the development
@@ -135,5 +139,40 @@ describe('Swagger UI login', () => {
         await idp.close();
       }
     });
+  });
+
+  it('the real program: /docs\'s origin gets the token through CORS, as a browser would, and it works on /v1/users/me', { timeout: 180_000 }, async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'docs-login-'));
+    const server = startServer({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, await serverPorts());
+    try {
+      await eventually('the program to be ready', 150_000, async () => ((await request(`${server.apiUrl}/health/ready`)).status === 200 ? true : undefined));
+      const doc = (await request(`${server.apiUrl}/openapi.json`)).body;
+      const { tokenUrl } = doc.components.securitySchemes.login.flows.password;
+      assert.equal(tokenUrl, `${server.idpUrl}/realms/${REALM}/protocol/openid-connect/token`);
+      const origin = new URL(server.apiUrl).origin;
+      const preflight = await request(tokenUrl, {
+        method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,x-requested-with' },
+      });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers['access-control-allow-origin'], origin);
+      const response = await fetch(tokenUrl, {
+        method: 'POST',
+        headers: {
+          origin, Accept: 'application/json, text/plain, */*', 'Content-Type': 'application/x-www-form-urlencoded', 'X-Requested-With': 'XMLHttpRequest',
+          Authorization: `Basic ${Buffer.from('api-access:').toString('base64')}`,
+        },
+        body: `grant_type=password&username=${encodeURIComponent(ADMIN_EMAIL)}&password=${DEV_PASSWORD}`,
+      });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('access-control-allow-origin'), origin);
+      const { access_token: token } = await response.json() as { access_token: string };
+      const me = await request(`${server.apiUrl}/v1/users/me`, { token });
+      assert.equal(me.status, 200, JSON.stringify(me.body));
+      assert.equal(me.body.email, ADMIN_EMAIL);
+      assert.equal(await server.kill('SIGTERM'), 0);
+    } finally {
+      await server.kill();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
