@@ -1,6 +1,9 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { Config } from '../config.js';
 
+type OpenApi = NonNullable<FastifyDynamicSwaggerOptions['openapi']>;
+type SecurityScheme = NonNullable<NonNullable<OpenApi['components']>['securitySchemes']>[string];
+
 /**
  * How Swagger UI (/docs) obtains a token, beside pasting one (`bearerAuth`): the OpenAPI document's
  * `login` security scheme. While the development identity provider runs and issues the accepted
@@ -9,19 +12,16 @@ import type { Config } from '../config.js';
  * OpenID Connect discovery at OIDC_ISSUER (a Keycloak realm offers the authorization code flow,
  * which Swagger UI runs with PKCE).
  */
-type OpenApi = NonNullable<FastifyDynamicSwaggerOptions['openapi']>;
-type SecurityScheme = NonNullable<NonNullable<OpenApi['components']>['securitySchemes']>[string];
-
 export function docsSecurity(config: Config): { securitySchemes: Record<string, SecurityScheme>; security: NonNullable<OpenApi['security']> } {
   const issuer = config.oidc.issuer;
   const login: SecurityScheme = devIdpIssues(config)
     ? {
-        type: 'oauth2' as const,
+        type: 'oauth2',
         description: `Log in at the development identity provider: any email as username, the password DEV_IDP_PASSWORD (default "dev"), client_id ${config.oidc.clientId}, no client secret.`,
         flows: { password: { tokenUrl: `${issuer}/protocol/openid-connect/token`, scopes: {} } },
       }
     : {
-        type: 'openIdConnect' as const,
+        type: 'openIdConnect',
         description: `Log in at the identity provider ${issuer} (client_id ${config.oidc.clientId}).`,
         openIdConnectUrl: `${issuer}/.well-known/openid-configuration`,
       };
