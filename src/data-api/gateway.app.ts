@@ -51,7 +51,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
       origin: ctx.config.dataApi.corsOrigins,
       methods: [...PAYLOAD_METHODS],
       allowedHeaders: ['Authorization', 'Content-Type', 'Prefer', 'X-Allowed-Scope-Ids', 'X-Request-Id'],
-      exposedHeaders: ['Location', 'WWW-Authenticate', 'X-Request-Id'],
+      exposedHeaders: ['Location', 'WWW-Authenticate', 'X-Request-Id', 'X-Caller-Unknown'],
       maxAge: 600,
     });
   }

@@ -74,6 +74,14 @@ export function parseAllowedScopeIds(header: string | string[] | undefined): Set
   return ids.includes('*') ? null : new Set(ids);
 }
 
+/**
+ * Set on every /v1 answer to a valid token that names no user of the service (neither by `sub` nor
+ * by email): such a caller holds no permission, so lists come back empty and reads 404. A header,
+ * not a body member, so that no client parsing the contract's shapes trips on it.
+ */
+export const CALLER_UNKNOWN_HEADER = 'x-caller-unknown';
+export const CALLER_UNKNOWN_HINT = 'no user of this service matches the token (by sub or email); it holds no permission until an administrator creates one (POST /v1/users)';
+
 export interface AuthenticationOptions {
   verifier: TokenVerifier;
   db: Database;
@@ -139,6 +147,8 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       throw error;
     }
     request.caller = callers ? await callers.load(identityOf(token), allowed) : await loadCaller(db, identityOf(token), allowed);
+    // Authenticated but no user of the service: every answer would look like an empty tenant. Say why.
+    if (request.caller.profile === null) reply.header(CALLER_UNKNOWN_HEADER, CALLER_UNKNOWN_HINT);
   });
 }, { name: 'authentication' });
 
