@@ -12,7 +12,7 @@ import { publicBaseOf, RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
-import { multipartAnswer } from '../sta/index.js';
+import { isMultipartMixed, multipartAnswer, multipartElsewhere } from '../sta/index.js';
 import { multipartBatchOf } from './multipart-batch.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
@@ -92,6 +92,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
+  // Only a SensorThings `$batch` takes multipart (see multipartBatchOf); elsewhere it stays the 415 it was.
+  if (route?.standard !== 'STA' && isMultipartMixed(request.headers['content-type'])) throw multipartElsewhere();
   const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
   const operation = owsPlan ? owsPlan.operation : operationOf(request, route, address);
   const decision = decidePayloadAccess(request.caller, route, operation);
