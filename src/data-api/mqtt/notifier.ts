@@ -24,6 +24,8 @@ export interface NotifierDeps {
 
 /** Beyond this many changes waiting to be fetched, new ones are dropped (with one warning per burst). */
 const MAX_BACKLOG = 50_000;
+/** `$select` topics whose parse is kept. */
+const MAX_SELECTIONS = 10_000;
 /**
  * Changes read before their messages go out together (one check of the subscribers' rights). Their
  * entities are read a few hundred per query, so a large batch costs little more than a small one;
@@ -39,10 +41,11 @@ interface Message { topic: string; text: string }
 /**
  * Turns committed changes into MQTT messages for this broker's subscribers (OGC 18-088 §14.2):
  * the entity as a GET answers it, on its entity set, itself and the navigation collections of its
- * to-one links; on a property topic, `{"name": value}` when the entity was created, or updated with
- * that property's stored value changed (the writer compares the row before and after and says
- * which properties changed; every process decides alike, whatever it saw before). Deletes are not announced (the standard notifies creates and updates). A change is only
- * read when some topic of its route has a subscriber here. The changes waiting are read in
+ * to-one links, and only the properties named on their `?$select=…` variants; on a property topic,
+ * `{"name": value}` when the entity was created, or updated with that property's stored value
+ * changed (the writer compares the row before and after and says which properties changed, so
+ * every process decides alike, whatever it saw before). Deletes are not announced (the standard
+ * notifies creates and updates). A change is only read when some topic of its route has a subscriber here. The changes waiting are read in
  * batches, one collection query per route, entity set and few hundred ids, one query at a time:
  * a query per change could not keep up with a thousand writes a second (its messages fell behind
  * by a second and more), and one at a time keeps a bulk insert followed by subscribers from
@@ -53,6 +56,8 @@ export class ChangeNotifier {
   private draining = false;
   private drainScheduled = false;
   private dropping = false;
+  /** The JSON keys of each `$select` topic subscribed (parsed once; cleared when it grows large). */
+  private readonly selections = new Map<string, string[] | undefined>();
 
   constructor(private readonly deps: NotifierDeps) {}
 
@@ -150,7 +155,7 @@ export class ChangeNotifier {
       // `…?$select=name,description`: the entity with those properties only.
       for (const topic of topicsOfPath(route.datasetId, route.slug, path)) {
         for (const variant of this.deps.subscriptions.variantsOf(topic)) {
-          const select = parseTopic(variant)?.select;
+          const select = this.selectionOf(variant);
           if (select) messages.push({ topic: variant, text: JSON.stringify(selected(entity, select)) });
         }
       }
@@ -161,5 +166,13 @@ export class ChangeNotifier {
       if (name.includes('@') || (changed && !changed.has(name))) continue;
       publishOn(`/${entitySet}(${id})/${name}`, `{${JSON.stringify(name)}:${JSON.stringify(entity[name] ?? null)}}`);
     }
+  }
+
+  private selectionOf(topic: string): string[] | undefined {
+    if (!this.selections.has(topic)) {
+      if (this.selections.size >= MAX_SELECTIONS) this.selections.clear();
+      this.selections.set(topic, parseTopic(topic)?.select);
+    }
+    return this.selections.get(topic);
   }
 }
