@@ -129,7 +129,8 @@ for (const kind of databaseKinds()) {
         ]),
         httpPart({ method: 'GET', url: 'Things(987654)' }),
         httpPart({ method: 'POST', url: 'Things', body: thing('After the failures') }),
-      ]), 'b'));
+      // The spelling of many OData clients: no space, another case.
+      ]), 'b', { 'content-type': 'Multipart/Mixed;boundary=b' }));
       assert.deepEqual(answer.map((part) => [part.contentId, part.status]), [['b', 400], [undefined, 404], [undefined, 201]]);
       assert.equal(answer[0]!.headers['content-type'], 'application/problem+json');
       assert.equal(answer[0]!.body.type, 'urn:platform:error:VALIDATION_FAILED');
