@@ -78,7 +78,8 @@ export async function linkToMany(w: WriteContext, entity: EntityDef, id: number,
         } else {
           await checkLinked(w, nav.target, input.id, input.field);
           await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${id} where id = ${input.id}`.execute(w.trx);
-          recordChange(w, target, input.id, 'update');
+          // Its link changed, none of its properties.
+          recordChange(w, target, input.id, 'update', []);
         }
       }
       continue;

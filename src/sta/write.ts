@@ -5,7 +5,7 @@ import { ENTITIES, type EntityDef } from './model.js';
 import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
 import { createEntity, linkToMany } from './deep-insert.js';
 import { deleteEmptiedHistoricalLocations, historicalLocationsOf } from './thing-locations.js';
-import { announceChanges, checkLinked, columnValues, recordChange, updateRow, type Change, type WriteContext } from './write-sql.js';
+import { announceChanges, changedProperties, checkLinked, columnValues, recordChange, storedRow, updateRow, type Change, type WriteContext } from './write-sql.js';
 import { tableOf, type SqlContext } from './resolver.js';
 import { getEntityJson } from './get.js';
 import type { ReadContext } from './read.js';
@@ -115,8 +115,9 @@ export async function updateAt(deps: WriteDeps, request: WriteRequest, target: T
       await checkLinked(w, nav.target, input.id, input.field);
       assignments.push([nav.join.column, sql`${input.id}`]);
     }
+    const before = await storedRow(w, entity, id);
     await updateRow(w, entity, id, assignments);
-    recordChange(w, entity, id, 'update');
+    recordChange(w, entity, id, 'update', changedProperties(entity, before, await storedRow(w, entity, id)));
     await linkToMany(w, entity, id, parsed, true);
   });
   return answer(deps, request, entity, id, 200);
