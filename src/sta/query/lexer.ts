@@ -22,7 +22,9 @@ export type Token =
 // A space may stand where `+` began a UTC offset: the query string decodes `+` as a space.
 const DATETIME = /(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+\- ](\d{2}):(\d{2}))?)?/y;
 const NUMBER = /\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const NAME = /[A-Za-z_@][\w.@]*(?:\/[A-Za-z_@][\w.@]*)*/y;
+// A segment after the first may be an array index (`location/geometry/coordinates/0`); digits
+// followed by a date's `-` are not one (`P1D/2016-01-02` is an interval).
+const NAME = /[A-Za-z_@][\w.@]*(?:\/(?:[A-Za-z_@][\w.@]*|\d+(?![\w.@-])))*/y;
 const DURATION = /^-?P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
 const NAME_CHAR = /[\w.@]/;
 
