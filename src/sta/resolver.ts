@@ -129,6 +129,16 @@ export function createResolver(ctx: SqlContext, entity: EntityDef, alias: string
       throw new StaQueryError(where, pos, path.join('/'), `${entity.singular} has no property ${path.join('/')}`);
     },
 
+    relatedPrefix(path) {
+      const [head, ...rest] = path;
+      const nav = head === undefined || rest.length === 0 ? undefined : navigationOf(entity, head);
+      if (!nav) return 0;
+      if (nav.toMany) return 1;
+      if (nav.join.kind !== 'fkHere') return 0;
+      const below = createResolver(ctx, ENTITIES[nav.target], alias, where).relatedPrefix(rest);
+      return below === 0 ? 0 : below + 1;
+    },
+
     exists(path, pos, predicate) {
       const [head, ...rest] = path;
       const nav = head === undefined || rest.length === 0 ? undefined : navigationOf(entity, head);
@@ -168,6 +178,12 @@ function scoped(outer: PropertyResolver, prefix: string[], inner: PropertyResolv
       const rest = below(path);
       if (rest) return inner.exists?.(rest, pos, (deeper) => predicate(scoped(outer, prefix, deeper)));
       return outer.exists?.(path, pos, (other) => predicate(scoped(other, prefix, inner)));
+    },
+    relatedPrefix(path) {
+      const rest = below(path);
+      if (!rest) return outer.relatedPrefix?.(path) ?? 0;
+      const n = inner.relatedPrefix?.(rest) ?? 0;
+      return n === 0 ? 0 : prefix.length + n;
     },
   };
 }

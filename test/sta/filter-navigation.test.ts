@@ -69,6 +69,15 @@ for (const kind of databaseKinds()) {
       // `not` of such a condition: no related entity satisfies it (also none at all).
       assert.deepEqual(await names('/Things', 'not (Datastreams/Observations/result gt 21)'), ['East', 'West']);
       assert.deepEqual(await names('/Things', "Datastreams/name eq 'Field humidity' or Locations/name eq 'Harbour'"), ['East', 'South']);
+      // Conditions joined by `and` on the same related entities: one of them must meet all (as in FROST-Server).
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result gt 24 and Datastreams/Observations/result lt 21'), []);
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result gt 21 and Datastreams/Observations/result lt 23'), ['North', 'South']);
+      assert.deepEqual(await names('/Things', "Datastreams/Observations/result gt 21 and name eq 'South' and Datastreams/Observations/result lt 22"), []);
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result ge 25 and Datastreams/Observations/result le 25 and Datastreams/Observations/result eq 25'), ['North']);
+      assert.deepEqual(await names('/Things', "Datastreams/name eq 'Shed temperature' and Locations/name eq 'Shed'"), ['West']);
+      // `or` and `not` apply per condition.
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result gt 24 or Datastreams/Observations/result lt 21'), ['North', 'South']);
+      assert.deepEqual(await names('/Things', 'not (Datastreams/Observations/result gt 20) and Datastreams/Observations/result le 20'), []);
       // Two to-many paths in one comparison: some pair of related entities satisfies it.
       assert.deepEqual(await names('/Things', 'Locations/description eq Datastreams/name'), ['West']);
       assert.deepEqual(await names('/Things', "startswith(Datastreams/Observations/FeatureOfInterest/name, 'Town')"), ['North']);

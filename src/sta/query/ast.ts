@@ -116,6 +116,12 @@ export interface PropertyResolver {
    * the path has no to-many navigation; a resolver without navigations need not implement it.
    */
   exists?(path: string[], pos: number, predicate: (related: PropertyResolver) => RawBuilder<unknown>): RawBuilder<unknown> | undefined;
+  /**
+   * How many leading segments of `path` lead to the related entities `exists` would range over
+   * (1 for `Datastreams/name`, 2 for `Datastream/Thing/Locations/name` and, within the `exists`
+   * of `Datastreams`, for `Datastreams/Observations/result`); 0 when `exists` does not apply.
+   */
+  relatedPrefix?(path: string[]): number;
 }
 
 /**

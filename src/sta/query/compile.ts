@@ -131,8 +131,51 @@ function propertiesIn(expr: Expr): (Expr & { kind: 'property' })[] {
  * nor PostgreSQL's (`max_stack_depth`) should have to follow it one level per operand.
  */
 function logical(ctx: Context, expr: Expr & { kind: 'binary' }, op: 'and' | 'or'): Typed {
-  const parts = logicalOperands(expr).map((operand) => asBoolean(ctx, compileExpr(ctx, operand)));
+  const operands = logicalOperands(expr);
+  const groups = op === 'and' ? byRelatedEntity(ctx, operands) : operands.map((operand) => [operand]);
+  const parts = groups.map(([first, ...others]) => {
+    if (others.length === 0) return asBoolean(ctx, compileExpr(ctx, first!));
+    // `Datastreams/Observations/result gt 13 and Datastreams/Observations/result lt 15`: one
+    // Observation must meet both, as when FROST-Server joins the navigation once.
+    const chain = others.reduce<Expr>((left, right) => ({ kind: 'binary', op: 'and', left, right, pos: left.pos }), first!);
+    const related = anyRelated(ctx, chain);
+    if (related?.type === 'boolean') return related.sql;
+    return sql`(${sql.join([first!, ...others].map((operand) => asBoolean(ctx, compileExpr(ctx, operand))), sql` and `)})`;
+  });
   return { type: 'boolean', sql: sql`(${sql.join(parts, op === 'and' ? sql` and ` : sql` or `)})`, pos: expr.pos };
+}
+
+/**
+ * The operands of an `and` in groups: the comparisons and functions whose first to-many path
+ * leads to the same related entities (`Datastreams/Observations`) together, in the place of the
+ * first of them; every other operand alone.
+ */
+function byRelatedEntity(ctx: Context, operands: Expr[]): Expr[][] {
+  const relatedPrefix = ctx.resolver.relatedPrefix?.bind(ctx.resolver);
+  if (!relatedPrefix) return operands.map((operand) => [operand]);
+  const groups: Expr[][] = [];
+  const byKey = new Map<string, Expr[]>();
+  for (const operand of operands) {
+    const predicate = operand.kind === 'call' || (operand.kind === 'binary' && COMPARISONS.has(operand.op));
+    let key: string | undefined;
+    if (predicate) {
+      for (const property of propertiesIn(operand)) {
+        const n = relatedPrefix(property.path);
+        if (n > 0) {
+          key = property.path.slice(0, n).join('/');
+          break;
+        }
+      }
+    }
+    const group = key === undefined ? undefined : byKey.get(key);
+    if (group) {
+      group.push(operand);
+    } else {
+      groups.push([operand]);
+      if (key !== undefined) byKey.set(key, groups.at(-1)!);
+    }
+  }
+  return groups;
 }
 
 function operator(op: BinaryOperator, a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<unknown> {
