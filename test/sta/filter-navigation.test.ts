@@ -112,6 +112,14 @@ for (const kind of databaseKinds()) {
       body = await problem('/Things', { $filter: 'Datastreams eq 1' });
       assert.match(body.detail, /Thing has no property Datastreams at position 0/);
       await problem('/Things', { $filter: 'Datastreams/Observations/result gt' });
+      // Each to-many step nests an `exists`: a bounded number per condition.
+      const within = `${'Datastreams/Thing/'.repeat(6)}Datastreams/Observations/result eq 25`;
+      assert.deepEqual(await names('/Things', within), ['North']);
+      body = await problem('/Things', { $filter: `${'Datastreams/Thing/'.repeat(8)}Datastreams/name eq 'x'` });
+      assert.match(body.detail, /at most 8 to-many navigations at position 0/);
+      // The same path twice in one condition is the same related entity (one `exists`).
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result add Datastreams/Observations/result eq 50'), ['North']);
+      assert.deepEqual(await names('/Things', 'Datastreams/Observations/result add Datastreams/Observations/result eq 45'), [], 'not 20 + 25');
     });
 
     test('JSON paths: properties members and the GeoJSON of location and feature', async () => {

@@ -1,6 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import { logicalOperands, type BinaryOperator, type Expr, type OrderItem, type PropertyResolver } from './ast.js';
+import { StaQueryError } from './errors.js';
 import { compileCall } from './functions.js';
+import { RELATED_MAX_DEPTH } from './limits.js';
 import {
   asBoolean, asInstant, asNumber, intervalBounds, jsonAsBoolean, jsonAsInstant, jsonAsNumber, jsonAsText, literalSql,
   stringAsDatetime, typeError, typeName, type CompileContext, type Typed,
@@ -46,10 +48,14 @@ export function compileOrderBy(items: OrderItem[], resolver: PropertyResolver, o
   });
 }
 
-interface Context extends CompileContext { resolver: PropertyResolver }
+interface Context extends CompileContext {
+  resolver: PropertyResolver;
+  /** How many `exists` over related entities enclose what is being compiled. */
+  related: number;
+}
 
 function contextOf(resolver: PropertyResolver, options: CompileOptions, where: string): Context {
-  return { resolver, postgis: options.postgis ?? false, where: options.where ?? where };
+  return { resolver, postgis: options.postgis ?? false, where: options.where ?? where, related: 0 };
 }
 
 function sortKey(ctx: Context, t: Typed): RawBuilder<unknown> {
@@ -101,7 +107,10 @@ function anyRelated(ctx: Context, expr: Expr): Typed | undefined {
   if (!ctx.resolver.exists) return undefined;
   for (const property of propertiesIn(expr)) {
     const wrapped = ctx.resolver.exists(property.path, property.pos, (related) => {
-      const inner = compileExpr({ ...ctx, resolver: related }, expr);
+      if (ctx.related >= RELATED_MAX_DEPTH) {
+        throw new StaQueryError(ctx.where, property.pos, property.path.join('/'), `a condition can go through at most ${RELATED_MAX_DEPTH} to-many navigations`);
+      }
+      const inner = compileExpr({ ...ctx, resolver: related, related: ctx.related + 1 }, expr);
       if (inner.type !== 'boolean') {
         typeError(ctx, property.pos, property.path.join('/'), 'a path through a to-many navigation can only be used in a condition (true when it holds for any related entity)');
       }
