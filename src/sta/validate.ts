@@ -57,7 +57,8 @@ function intervalBounds(value: unknown, field: string): { start: string; end: st
     const parsed = parseDuration(duration);
     if (!parsed) throw validationFailed(field, INTERVAL_FORMS);
     const time = shift(new Date(instant), parsed, sign);
-    if (!Number.isFinite(time)) throw validationFailed(field, 'is out of the range of dates');
+    const year = new Date(time).getUTCFullYear();
+    if (!Number.isFinite(time) || year < 1 || year > 9999) throw validationFailed(field, 'ends out of the years 0001 to 9999');
     return new Date(time).toISOString();
   };
   if (first.startsWith('P')) {

@@ -73,7 +73,7 @@ for (const kind of databaseKinds()) {
       for (const phenomenonTime of [
         '2016-01-01T00:00:00Z/P', '2016-01-01T00:00:00Z/PT', 'PT1H/PT2H', '2016-01-01T00:00:00Z/1D', '2016-01-01T00:00:00Z/-P1D',
         '2016-01-02T00:00:00Z/2016-01-01T00:00:00Z', '2016-01-01T00:00:00Z/P1D/P1D', `2016-01-01T00:00:00Z/P${'1'.repeat(200)}D`,
-        'P1D/PT1H',
+        'P1D/PT1H', '9999-12-31T00:00:00Z/P1Y', 'P2000Y/1999-01-01T00:00:00Z', '2016-01-01T00:00:00Z/P9999999999Y',
       ]) {
         const response = await sta.request('POST', `/Datastreams(${streamId})/Observations`, { result: 'x', phenomenonTime });
         expectFieldError(response, 'phenomenonTime');
@@ -95,6 +95,11 @@ for (const kind of databaseKinds()) {
       const followed = await sta.request('GET', next.pathname.slice(next.pathname.indexOf('/Datastreams(')) + next.search);
       assert.equal(followed.statusCode, 200, followed.body);
       assert.deepEqual(followed.json().value.map((o: Json) => o.result), ['b']);
+    });
+
+    test('long durations within the bound are computed by the database', async () => {
+      assert.deepEqual(await matching('phenomenonTime gt 9999-01-01T00:00:00Z/P4000Y or phenomenonTime lt P3999Y/0002-01-01T00:00:00Z'), []);
+      assert.deepEqual(await matching("phenomenonTime gt now() sub duration'P3999Y'"), ['a', 'b', 'c', 'd']);
     });
 
     test('an interval against an instant: gt/ge on the start, lt/le on the end (which is not in the interval), eq/ne on both', async () => {
@@ -145,6 +150,10 @@ for (const kind of databaseKinds()) {
         ['phenomenonTime eq P1D/2016-13-01T00:00:00Z', /invalid date-time at position 22/],
         ['phenomenonTime eq 2016-01-01T00:00:00Z/', /at position 39/],
         ['phenomenonTime eq 2016-01-01T00:00:00Z/PT1H/PT1H', /at position 39 \('PT1H\/PT1H'\)/],
+        // Durations whose result no timestamp holds.
+        ['phenomenonTime eq 2016-01-01T00:00:00Z/P4001Y', /a duration may span at most 4000 years at position 39 \('P4001Y'\)/],
+        ['phenomenonTime eq P99999999999D/2016-01-01T00:00:00Z', /a duration may span at most 4000 years at position 18/],
+        ["phenomenonTime lt now() sub duration'P3000Y400000D'", /a duration may span at most 4000 years at position 28/],
       ];
       for (const [filter, detail] of cases) {
         const problem = expectProblem(await sta.request('GET', `/Observations?${query({ $filter: filter })}`), 400, 'VALIDATION_FAILED');

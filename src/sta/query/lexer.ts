@@ -2,6 +2,7 @@ import { StaQueryError } from './errors.js';
 import { parseWkt } from './wkt.js';
 import type { IntervalText } from './ast.js';
 import { instantText } from './typed.js';
+import { parseDuration } from '../duration.js';
 
 /**
  * Splits a `$filter` / `$orderby` expression into tokens. Operators (`eq`, `and`, …) and the
@@ -89,6 +90,7 @@ export function tokenize(text: string, where: string, offset = 0): Token[] {
       const end = i + name[0].length;
       if (text[end] === '/' && DURATION.test(name[0])) {
         // `duration/end`.
+        if (!withinRange(name[0])) fail(i, name[0], DURATION_RANGE);
         const until = readDateTime(text, end + 1, fail) ?? fail(end + 1, text.slice(end + 1, end + 21), 'a date-time must follow the duration of an interval');
         tokens.push({ kind: 'interval', text: text.slice(i, until.end), pos, value: { duration: name[0], end: until.value } });
         i = until.end;
@@ -112,6 +114,16 @@ export function tokenize(text: string, where: string, offset = 0): Token[] {
   return tokens;
 }
 
+// A duration moves an instant of years 1 to 9999 by at most this much, so that PostgreSQL's
+// timestamps (4713 BC to 294276 AD) and intervals hold every result and no cast fails at run time.
+const DURATION_MAX_YEARS = 4000;
+const DURATION_RANGE = `a duration may span at most ${DURATION_MAX_YEARS} years`;
+
+function withinRange(text: string): boolean {
+  const duration = parseDuration(text);
+  return duration !== undefined && duration.months / 12 + duration.milliseconds / (365 * 86_400_000) <= DURATION_MAX_YEARS;
+}
+
 type Fail = (at: number, token: string, message: string) => never;
 
 /** A date-time at `at` (the second part of an interval), or undefined when none starts there. */
@@ -132,6 +144,7 @@ function readDuration(text: string, at: number, fail: Fail): { value: string; en
   if (!name || !DURATION.test(name[0]) || name[0].startsWith('-')) {
     return fail(at, name?.[0] ?? text.slice(at, at + 20), 'an interval is start/end, start/duration or duration/end');
   }
+  if (!withinRange(name[0])) fail(at, name[0], DURATION_RANGE);
   return { value: name[0], end: at + name[0].length };
 }
 
@@ -163,6 +176,7 @@ function readQuoted(text: string, start: number, fail: (at: number, token: strin
 function typedLiteral(kind: string, body: string, text: string, pos: number, bodyPos: number, where: string): Token {
   if (kind === 'duration') {
     if (!DURATION.test(body)) throw new StaQueryError(where, pos, text, 'invalid ISO 8601 duration');
+    if (!withinRange(body.replace(/^-/, ''))) throw new StaQueryError(where, pos, text, DURATION_RANGE);
     return { kind: 'duration', text, pos, value: body };
   }
   return { kind: 'geometry', text, pos, value: parseWkt(body, where, bodyPos) };
