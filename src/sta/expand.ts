@@ -1,8 +1,8 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { ExpandItem, QueryOptions } from './query/ast.js';
 import { StaQueryError } from './query/errors.js';
 import { ENTITIES, navigationOf, type EntityDef, type NavigationDef } from './model.js';
-import { column, freshAlias, tableOf } from './resolver.js';
+import { column, freshAlias, relatedRows, tableOf } from './resolver.js';
 import { orderOf, pageOf, whereOf, type ReadContext } from './read.js';
 import { rowForeignKey, rowId, selectionOf, selectList, serializeEntity, type Row } from './serialize.js';
 import { navigationLink } from './links.js';
@@ -68,25 +68,10 @@ async function expandToOne(ctx: ReadContext, baseUrl: string, nav: NavigationDef
   await expandAll(ctx, baseUrl, target, children, options.expand);
 }
 
-/** The child table (joined to the link table if any) and the expression naming each child's parent. */
-function childSource(ctx: ReadContext, nav: NavigationDef, alias: string): { from: RawBuilder<unknown>; parentKey: RawBuilder<unknown> } {
-  const target = ENTITIES[nav.target];
-  const table = sql`${tableOf(ctx, target)} as ${sql.id(alias)}`;
-  if (nav.join.kind === 'link') {
-    const link = `${alias}_link`;
-    return {
-      from: sql`${table} join ${sql.id(ctx.schema, nav.join.table)} as ${sql.id(link)} on ${column(link, nav.join.there)} = ${column(alias, 'id')}`,
-      parentKey: column(link, nav.join.here),
-    };
-  }
-  if (nav.join.kind === 'fkThere') return { from: table, parentKey: column(alias, nav.join.column) };
-  throw new Error(`${nav.name} is not a to-many navigation`);
-}
-
 async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef, nav: NavigationDef, options: QueryOptions, parents: Shaped[]) {
   const target = ENTITIES[nav.target];
   const alias = freshAlias();
-  const { from, parentKey } = childSource(ctx, nav, alias);
+  const { from, parentKey } = relatedRows(ctx, nav, alias);
   const ids = parents.map((p) => rowId(p.row));
   const page = pageOf(ctx, options);
   const properties = selectionOf(target, options.select).properties;
@@ -133,7 +118,7 @@ async function countChildren(ctx: ReadContext, nav: NavigationDef, parentIds: nu
   if (!options.count || parentIds.length === 0) return new Map();
   const target = ENTITIES[nav.target];
   const alias = freshAlias();
-  const { from, parentKey } = childSource(ctx, nav, alias);
+  const { from, parentKey } = relatedRows(ctx, nav, alias);
   const where = whereOf(ctx, target, alias, [sql`${parentKey} = any(${parentIds}::bigint[])`], options);
   const { rows } = await sql<{ parent: number; n: number }>`select ${parentKey} as parent, count(*) as n from ${from} where ${where} group by 1`.execute(ctx.db);
   return new Map(rows.map((r) => [Number(r.parent), Number(r.n)]));

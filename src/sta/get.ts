@@ -111,9 +111,10 @@ async function getProperty(ctx: ReadContext, target: Extract<Target, { kind: 'pr
     if (!row) throw new AppError('NOT_FOUND', `${target.entity.singular} ${target.id} does not exist`);
     value = propertyValue(row, target.property);
   }
-  if (!target.value) return { status: 200, body: { [name]: value } };
-  // `$value`: the bare value; text for a string or number, JSON for an object, nothing for null.
+  // A property without a value answers 204 No Content, with or without `$value` (as OData and FROST-Server do).
   if (value === null) return { status: 204 };
+  if (!target.value) return { status: 200, body: { [name]: value } };
+  // `$value`: the bare value; text for a string or number, JSON for an object.
   if (typeof value === 'object') return { status: 200, body: value };
   return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: String(value) };
 }

@@ -30,6 +30,7 @@ function literal(node: Literal): string {
     case 'null': return 'null';
     case 'datetime': return node.value;
     case 'duration': return `duration${quote(node.value)}`;
+    case 'interval': return `${node.value.start ?? node.value.duration}/${node.value.end ?? node.value.duration}`;
     case 'geometry': return `geography${quote(wkt(node.value))}`;
   }
 }

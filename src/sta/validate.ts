@@ -1,4 +1,5 @@
 import { validationFailed } from '../errors.js';
+import { parseDuration, shift } from './duration.js';
 import { ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef, type PropertyDef } from './model.js';
 
 /**
@@ -41,6 +42,35 @@ function isoTime(value: unknown, field: string): string {
   return new Date(value).toISOString();
 }
 
+const INTERVAL_FORMS = 'must be an ISO 8601 instant or interval (start/end, start/duration or duration/end)';
+
+/** An instant or an interval, stored by its two ends: a duration is added to the start or taken from the end. */
+function intervalBounds(value: unknown, field: string): { start: string; end: string } {
+  if (typeof value !== 'string' || value.length > 100) throw validationFailed(field, INTERVAL_FORMS);
+  const [first = '', second, extra] = value.split('/');
+  if (extra !== undefined) throw validationFailed(field, INTERVAL_FORMS);
+  if (second === undefined) {
+    const instant = isoTime(first, field);
+    return { start: instant, end: instant };
+  }
+  const moved = (instant: string, duration: string, sign: 1 | -1) => {
+    const parsed = parseDuration(duration);
+    if (!parsed) throw validationFailed(field, INTERVAL_FORMS);
+    const time = shift(new Date(instant), parsed, sign);
+    const year = new Date(time).getUTCFullYear();
+    if (!Number.isFinite(time) || year < 1 || year > 9999) throw validationFailed(field, 'ends out of the years 0001 to 9999');
+    return new Date(time).toISOString();
+  };
+  if (first.startsWith('P')) {
+    const end = isoTime(second, field);
+    return { start: moved(end, first, -1), end };
+  }
+  const start = isoTime(first, field);
+  const end = second.startsWith('P') ? moved(start, second, 1) : isoTime(second, field);
+  if (end < start) throw validationFailed(field, 'ends before it starts');
+  return { start, end };
+}
+
 function bindProperty(property: PropertyDef, value: unknown, field: string): BoundValue {
   if (value === null) {
     // `result` may be null in 1.1 (an observation that failed is still an observation).
@@ -62,14 +92,8 @@ function bindProperty(property: PropertyDef, value: unknown, field: string): Bou
       return JSON.stringify(value);
     case 'datetime':
       return isoTime(value, field);
-    case 'interval': {
-      if (typeof value !== 'string') throw validationFailed(field, 'must be an ISO 8601 instant or interval start/end');
-      const [start, end, extra] = value.split('/');
-      if (extra !== undefined) throw validationFailed(field, 'must be an ISO 8601 instant or interval start/end');
-      const bounds = { start: isoTime(start, field), end: isoTime(end ?? start, field) };
-      if (bounds.end < bounds.start) throw validationFailed(field, 'ends before it starts');
-      return bounds;
-    }
+    case 'interval':
+      return intervalBounds(value, field);
   }
 }
 

@@ -36,8 +36,18 @@ export type Literal =
   | { kind: 'literal'; type: 'datetime'; value: string; pos: number }
   /** ISO 8601 duration from `duration'P1D'`. */
   | { kind: 'literal'; type: 'duration'; value: string; pos: number }
+  /**
+   * An ISO 8601 time interval: `start/end`, `start/duration` or `duration/end` (two of the three
+   * given), each part as written and validated by the lexer.
+   */
+  | { kind: 'literal'; type: 'interval'; value: IntervalText; pos: number }
   /** `geography'POINT(1 2)'` (or `geometry'…'`), converted to a GeoJSON geometry object. */
   | { kind: 'literal'; type: 'geometry'; value: { type: string; coordinates: unknown }; pos: number };
+
+export type IntervalText =
+  | { start: string; end: string; duration?: undefined }
+  | { start: string; duration: string; end?: undefined }
+  | { duration: string; end: string; start?: undefined };
 
 export type BinaryOperator =
   | 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le'
@@ -98,6 +108,20 @@ export type ResolvedProperty =
  */
 export interface PropertyResolver {
   property(path: string[], pos: number): ResolvedProperty;
+  /**
+   * When `path` goes through a to-many navigation (`Datastreams/Observations/result` from a
+   * Thing): an `exists` over the related entities of the first such navigation in which
+   * `predicate` holds, `predicate` being compiled with a resolver that takes the paths below that
+   * navigation to the related entity (and any other path to the entity at hand). Undefined when
+   * the path has no to-many navigation; a resolver without navigations need not implement it.
+   */
+  exists?(path: string[], pos: number, predicate: (related: PropertyResolver) => RawBuilder<unknown>): RawBuilder<unknown> | undefined;
+  /**
+   * How many leading segments of `path` lead to the related entities `exists` would range over
+   * (1 for `Datastreams/name`, 2 for `Datastream/Thing/Locations/name` and, within the `exists`
+   * of `Datastreams`, for `Datastreams/Observations/result`); 0 when `exists` does not apply.
+   */
+  relatedPrefix?(path: string[]): number;
 }
 
 /**

@@ -1,8 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
 import { logicalOperands, type BinaryOperator, type Expr, type OrderItem, type PropertyResolver } from './ast.js';
+import { StaQueryError } from './errors.js';
 import { compileCall } from './functions.js';
+import { RELATED_MAX_DEPTH } from './limits.js';
 import {
-  asBoolean, asInstant, asNumber, jsonAsBoolean, jsonAsInstant, jsonAsNumber, jsonAsText, literalSql,
+  asBoolean, asInstant, asNumber, intervalBounds, jsonAsBoolean, jsonAsInstant, jsonAsNumber, jsonAsText, literalSql,
   stringAsDatetime, typeError, typeName, type CompileContext, type Typed,
 } from './typed.js';
 
@@ -14,8 +16,10 @@ import {
  * Semantics chosen where the standard leaves room:
  * - A json value is compared by the other side's type, on the rows where it has that JSON type
  *   (other rows do not match); json with json compares the jsonb values where both have one type.
- * - A time interval compared with an instant or another interval: `gt` means it starts after the
- *   other ends, `lt` that it ends before the other starts, `eq` that both bounds are equal.
+ * - A time interval compared with an instant or another interval: as FROST-Server does (see
+ *   `compareIntervals`).
+ * - A comparison or function reading a path through a to-many navigation holds when it holds for
+ *   any related entity (`anyRelated`).
  * - A comparison across types the standard does not relate (`name gt 5`) is a 400, not a guess.
  * - `ne` is SQL's `<>`: a row whose value is null matches neither `eq` nor `ne`.
  */
@@ -44,10 +48,14 @@ export function compileOrderBy(items: OrderItem[], resolver: PropertyResolver, o
   });
 }
 
-interface Context extends CompileContext { resolver: PropertyResolver }
+interface Context extends CompileContext {
+  resolver: PropertyResolver;
+  /** How many `exists` over related entities enclose what is being compiled. */
+  related: number;
+}
 
 function contextOf(resolver: PropertyResolver, options: CompileOptions, where: string): Context {
-  return { resolver, postgis: options.postgis ?? false, where: options.where ?? where };
+  return { resolver, postgis: options.postgis ?? false, where: options.where ?? where, related: 0 };
 }
 
 function sortKey(ctx: Context, t: Typed): RawBuilder<unknown> {
@@ -62,7 +70,8 @@ function compileExpr(ctx: Context, expr: Expr): Typed {
   switch (expr.kind) {
     case 'literal':
       if (expr.type === 'null') return { type: 'null', pos: expr.pos };
-      return { type: expr.type === 'datetime' ? 'datetime' : expr.type, sql: literalSql(expr), pos: expr.pos, literal: expr };
+      if (expr.type === 'interval') return { type: 'interval', ...intervalBounds(expr.value), pos: expr.pos };
+      return { type: expr.type, sql: literalSql(expr), pos: expr.pos, literal: expr };
     case 'property': {
       const resolved = ctx.resolver.property(expr.path, expr.pos);
       return { ...resolved, pos: expr.pos };
@@ -72,9 +81,13 @@ function compileExpr(ctx: Context, expr: Expr): Typed {
     case 'negate':
       return { type: 'number', sql: sql`(- ${asNumber(ctx, compileExpr(ctx, expr.operand))})`, pos: expr.pos };
     case 'call':
-      return compileCall(ctx, expr.name, expr.args.map((arg) => compileExpr(ctx, arg)), expr.pos);
+      return anyRelated(ctx, expr) ?? compileCall(ctx, expr.name, expr.args.map((arg) => compileExpr(ctx, arg)), expr.pos);
     case 'binary': {
       if (expr.op === 'and' || expr.op === 'or') return logical(ctx, expr, expr.op);
+      if (COMPARISONS.has(expr.op)) {
+        const related = anyRelated(ctx, expr);
+        if (related) return related;
+      }
       const left = compileExpr(ctx, expr.left);
       const right = compileExpr(ctx, expr.right);
       if (COMPARISONS.has(expr.op)) return { type: 'boolean', sql: compare(ctx, expr.op, left, right, expr.pos), pos: expr.pos };
@@ -84,13 +97,94 @@ function compileExpr(ctx: Context, expr: Expr): Typed {
 }
 
 /**
+ * A comparison or a function call that reads a path through a to-many navigation
+ * (`Datastreams/Observations/result gt 13`) holds when it holds for some related entity: it is
+ * compiled again inside an `exists` over the related entities of the first such path (which
+ * takes that path to the related row), and so on for the next, so that two to-many paths in one
+ * comparison nest. Undefined when no path of `expr` goes through a to-many navigation.
+ */
+function anyRelated(ctx: Context, expr: Expr): Typed | undefined {
+  if (!ctx.resolver.exists) return undefined;
+  for (const property of propertiesIn(expr)) {
+    const wrapped = ctx.resolver.exists(property.path, property.pos, (related) => {
+      if (ctx.related >= RELATED_MAX_DEPTH) {
+        throw new StaQueryError(ctx.where, property.pos, property.path.join('/'), `a condition can go through at most ${RELATED_MAX_DEPTH} to-many navigations`);
+      }
+      const inner = compileExpr({ ...ctx, resolver: related, related: ctx.related + 1 }, expr);
+      if (inner.type !== 'boolean') {
+        typeError(ctx, property.pos, property.path.join('/'), 'a path through a to-many navigation can only be used in a condition (true when it holds for any related entity)');
+      }
+      return inner.sql;
+    });
+    if (wrapped) return { type: 'boolean', sql: wrapped, pos: expr.pos };
+  }
+  return undefined;
+}
+
+/** The property paths of an expression, left to right (without recursion: a chain of `and` may be long). */
+function propertiesIn(expr: Expr): (Expr & { kind: 'property' })[] {
+  const found: (Expr & { kind: 'property' })[] = [];
+  const pending: Expr[] = [expr];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    if (node.kind === 'property') found.push(node);
+    else if (node.kind === 'binary') pending.push(node.right, node.left);
+    else if (node.kind === 'not' || node.kind === 'negate') pending.push(node.operand);
+    else if (node.kind === 'call') pending.push(...[...node.args].reverse());
+  }
+  return found;
+}
+
+/**
  * `a and b and c …` as one flat SQL list (`logicalOperands`): the parser builds such a chain as a left-deep tree as long as
  * the expression (thousands of operands fit in its byte limit), and neither this compiler's stack
  * nor PostgreSQL's (`max_stack_depth`) should have to follow it one level per operand.
  */
 function logical(ctx: Context, expr: Expr & { kind: 'binary' }, op: 'and' | 'or'): Typed {
-  const parts = logicalOperands(expr).map((operand) => asBoolean(ctx, compileExpr(ctx, operand)));
+  const operands = logicalOperands(expr);
+  const groups = op === 'and' ? byRelatedEntity(ctx, operands) : operands.map((operand) => [operand]);
+  const parts = groups.map(([first, ...others]) => {
+    if (others.length === 0) return asBoolean(ctx, compileExpr(ctx, first!));
+    // `Datastreams/Observations/result gt 13 and Datastreams/Observations/result lt 15`: one
+    // Observation must meet both, as when FROST-Server joins the navigation once.
+    const chain = others.reduce<Expr>((left, right) => ({ kind: 'binary', op: 'and', left, right, pos: left.pos }), first!);
+    const related = anyRelated(ctx, chain);
+    if (related?.type === 'boolean') return related.sql;
+    return sql`(${sql.join([first!, ...others].map((operand) => asBoolean(ctx, compileExpr(ctx, operand))), sql` and `)})`;
+  });
   return { type: 'boolean', sql: sql`(${sql.join(parts, op === 'and' ? sql` and ` : sql` or `)})`, pos: expr.pos };
+}
+
+/**
+ * The operands of an `and` in groups: the comparisons and functions whose first to-many path
+ * leads to the same related entities (`Datastreams/Observations`) together, in the place of the
+ * first of them; every other operand alone.
+ */
+function byRelatedEntity(ctx: Context, operands: Expr[]): Expr[][] {
+  const relatedPrefix = ctx.resolver.relatedPrefix?.bind(ctx.resolver);
+  if (!relatedPrefix) return operands.map((operand) => [operand]);
+  const groups: Expr[][] = [];
+  const byKey = new Map<string, Expr[]>();
+  for (const operand of operands) {
+    const predicate = operand.kind === 'call' || (operand.kind === 'binary' && COMPARISONS.has(operand.op));
+    let key: string | undefined;
+    if (predicate) {
+      for (const property of propertiesIn(operand)) {
+        const n = relatedPrefix(property.path);
+        if (n > 0) {
+          key = property.path.slice(0, n).join('/');
+          break;
+        }
+      }
+    }
+    const group = key === undefined ? undefined : byKey.get(key);
+    if (group) {
+      group.push(operand);
+    } else {
+      groups.push([operand]);
+      if (key !== undefined) byKey.set(key, groups.at(-1)!);
+    }
+  }
+  return groups;
 }
 
 function operator(op: BinaryOperator, a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<unknown> {
@@ -189,6 +283,13 @@ function compareNull(ctx: Context, op: BinaryOperator, left: Typed, right: Typed
 
 interface Bounds { start: RawBuilder<unknown>; end: RawBuilder<unknown> }
 
+/**
+ * Comparisons with a time interval, as FROST-Server defines them: intervals are half-open (the
+ * end is not part of it), `gt`/`lt` mean after/before, `ge`/`le` compare both ends (for an
+ * interval on both sides) or the far end (with an instant), `eq` needs both ends equal and `ne`
+ * both ends different. An instant is an interval whose ends are equal, so between two instants
+ * every operator means what it means for numbers.
+ */
 function compareIntervals(ctx: Context, op: BinaryOperator, left: Typed, right: Typed, pos: number): RawBuilder<unknown> {
   const bounds = (t: Typed): Bounds => {
     if (t.type === 'interval') return t;
@@ -200,19 +301,36 @@ function compareIntervals(ctx: Context, op: BinaryOperator, left: Typed, right: 
     return mismatch(ctx, op, left, right, pos);
   };
   const a = bounds(left), b = bounds(right);
-  // Every interval starts no later than it ends, so `a ends before b starts` also means `a starts
-  // before b starts` (and so on): the implied bound costs nothing and lets the planner see how
-  // selective a time window is and use the index on the start (a window of 100,000 out of a
-  // million Observations: 28 ms instead of a full scan).
-  const implied = (condition: RawBuilder<unknown>, when: boolean) => (when ? sql` and ${condition}` : sql``);
-  const isInterval = (t: Typed) => t.type === 'interval';
+  const both = (x: RawBuilder<unknown>, y: RawBuilder<unknown>) => sql`(${x} and ${y})`;
+  if (op === 'eq') return both(sql`${a.start} = ${b.start}`, sql`${a.end} = ${b.end}`);
+  if (op === 'ne') return both(sql`${a.start} <> ${b.start}`, sql`${a.end} <> ${b.end}`);
+  // Every interval starts no later than it ends, so a condition on the far end also bounds the
+  // start: the implied bound costs nothing and lets the planner see how selective a time window
+  // is and use the index on the start (a window of 100,000 out of a million Observations: 28 ms
+  // instead of a full scan).
+  if (left.type === 'interval' && right.type === 'interval') {
+    switch (op) {
+      case 'gt': return both(sql`${a.start} >= ${b.end}`, sql`${a.start} > ${b.start}`);
+      case 'ge': return both(sql`${a.start} >= ${b.start}`, sql`${a.end} >= ${b.end}`);
+      case 'lt': return both(sql`${a.end} <= ${b.start}`, sql`${a.start} < ${b.start}`);
+      default: return both(sql`${a.start} <= ${b.start}`, sql`${a.end} <= ${b.end}`);
+    }
+  }
+  if (left.type === 'interval') {
+    // An interval against an instant `b`.
+    switch (op) {
+      case 'gt': return sql`(${a.start} > ${b.start})`;
+      case 'ge': return sql`(${a.start} >= ${b.start})`;
+      case 'lt': return both(sql`${a.end} <= ${b.start}`, sql`${a.start} < ${b.start}`);
+      default: return both(sql`${a.end} <= ${b.start}`, sql`${a.start} <= ${b.start}`);
+    }
+  }
+  // An instant `a` against an interval.
   switch (op) {
-    case 'gt': return sql`(${a.start} > ${b.end}${implied(sql`${b.start} < ${a.start}`, isInterval(right))}${implied(sql`${a.end} > ${b.end}`, isInterval(left))})`;
-    case 'ge': return sql`(${a.start} >= ${b.end}${implied(sql`${b.start} <= ${a.start}`, isInterval(right))}${implied(sql`${a.end} >= ${b.end}`, isInterval(left))})`;
-    case 'lt': return sql`(${a.end} < ${b.start}${implied(sql`${a.start} < ${b.start}`, isInterval(left))}${implied(sql`${b.end} > ${a.end}`, isInterval(right))})`;
-    case 'le': return sql`(${a.end} <= ${b.start}${implied(sql`${a.start} <= ${b.start}`, isInterval(left))}${implied(sql`${b.end} >= ${a.end}`, isInterval(right))})`;
-    case 'eq': return sql`(${a.start} = ${b.start} and ${a.end} = ${b.end})`;
-    default: return sql`(not (${a.start} = ${b.start} and ${a.end} = ${b.end}))`;
+    case 'gt': return both(sql`${a.start} >= ${b.end}`, sql`${a.start} > ${b.start}`);
+    case 'ge': return both(sql`${a.start} >= ${b.end}`, sql`${a.start} >= ${b.start}`);
+    case 'lt': return sql`(${a.start} < ${b.start})`;
+    default: return sql`(${a.start} <= ${b.start})`;
   }
 }
 

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import {
-  asGeometry, asInstant, asNumber, asText, typeError, type CompileContext, type Typed,
+  asGeometry, asInstant, asNumber, asText, MAX_DATETIME, MIN_DATETIME, typeError, type CompileContext, type Typed,
 } from './typed.js';
 
 /**
@@ -9,7 +9,7 @@ import {
  *
  * String functions avoid LIKE so that `%` and `_` in values stay literal. Positions are 0-based
  * as OData has them (`indexof` is -1 when absent). Date parts are read in UTC, as the instants are
- * stored. A time interval stands for its start, except in `maxdatetime`.
+ * stored. A time interval stands for its start, except in `maxdatetime(x)`.
  */
 
 type Compile = (ctx: CompileContext, args: Typed[], pos: number) => Typed;
@@ -72,8 +72,11 @@ const TIME_FUNCTIONS: Record<string, Compile> = {
   // Instants are stored as timestamptz, which keeps no offset: every one reads as UTC.
   totaloffsetminutes: (ctx, [x], pos) => number(sql`(case when ${asInstant(ctx, x!)} is not null then cast(0 as numeric) end)`, pos),
   now: (_ctx, _args, pos) => datetime(sql`now()`, pos),
-  mindatetime: (ctx, [x], pos) => datetime(asInstant(ctx, x!), pos),
-  maxdatetime: (ctx, [x], pos) => datetime(x!.type === 'interval' ? x!.end : asInstant(ctx, x!), pos),
+  // Without an argument, as OData 4.0 has them: the earliest and latest instants there are. With
+  // one (as SensorThings 1.0 used them), the start and the end of a time interval.
+  mindatetime: (ctx, [x], pos) => datetime(x ? asInstant(ctx, x) : sql`cast(${MIN_DATETIME} as timestamptz)`, pos),
+  maxdatetime: (ctx, [x], pos) =>
+    datetime(!x ? sql`cast(${MAX_DATETIME} as timestamptz)` : x.type === 'interval' ? x.end : asInstant(ctx, x), pos),
 };
 
 const MATH_FUNCTIONS: Record<string, Compile> = {

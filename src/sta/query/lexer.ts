@@ -1,5 +1,8 @@
 import { StaQueryError } from './errors.js';
 import { parseWkt } from './wkt.js';
+import type { IntervalText } from './ast.js';
+import { instantText } from './typed.js';
+import { parseDuration } from '../duration.js';
 
 /**
  * Splits a `$filter` / `$orderby` expression into tokens. Operators (`eq`, `and`, …) and the
@@ -12,6 +15,7 @@ import { parseWkt } from './wkt.js';
 export type Token =
   | { kind: 'name' | '(' | ')' | ',' | '-' | 'eof'; text: string; pos: number }
   | { kind: 'string' | 'datetime' | 'duration'; text: string; pos: number; value: string }
+  | { kind: 'interval'; text: string; pos: number; value: IntervalText }
   | { kind: 'number'; text: string; pos: number; value: number }
   | { kind: 'geometry'; text: string; pos: number; value: { type: string; coordinates: unknown } };
 
@@ -19,7 +23,9 @@ export type Token =
 // A space may stand where `+` began a UTC offset: the query string decodes `+` as a space.
 const DATETIME = /(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+\- ](\d{2}):(\d{2}))?)?/y;
 const NUMBER = /\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const NAME = /[A-Za-z_@][\w.@]*(?:\/[A-Za-z_@][\w.@]*)*/y;
+// A segment after the first may be an array index (`location/geometry/coordinates/0`); digits
+// followed by a date's `-` are not one (`P1D/2016-01-02` is an interval).
+const NAME = /[A-Za-z_@][\w.@]*(?:\/(?:[A-Za-z_@][\w.@]*|\d+(?![\w.@-])))*/y;
 const DURATION = /^-?P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
 const NAME_CHAR = /[\w.@]/;
 
@@ -53,8 +59,20 @@ export function tokenize(text: string, where: string, offset = 0): Token[] {
       const dt = DATETIME.exec(text);
       if (dt) {
         checkDateTime(dt, () => fail(i, dt[0], 'invalid date-time'));
-        tokens.push({ kind: 'datetime', text: dt[0], pos, value: normaliseOffset(dt[0]) });
+        const start = normaliseOffset(dt[0]);
         i += dt[0].length;
+        if (text[i] === '/') {
+          // `start/end` or `start/duration`.
+          const second = i + 1;
+          const end = readDateTime(text, second, fail);
+          const duration = end ? undefined : readDuration(text, second, fail);
+          const value: IntervalText = end ? { start, end: end.value } : { start, duration: duration!.value };
+          i = (end ?? duration)!.end;
+          checkOrder(value, () => fail(pos - offset, text.slice(pos - offset, i), 'the interval ends before it starts'));
+          tokens.push({ kind: 'interval', text: text.slice(pos - offset, i), pos, value });
+        } else {
+          tokens.push({ kind: 'datetime', text: dt[0], pos, value: start });
+        }
       } else {
         NUMBER.lastIndex = i;
         const num = NUMBER.exec(text)!;
@@ -70,6 +88,14 @@ export function tokenize(text: string, where: string, offset = 0): Token[] {
     const name = NAME.exec(text);
     if (name) {
       const end = i + name[0].length;
+      if (text[end] === '/' && DURATION.test(name[0])) {
+        // `duration/end`.
+        if (!withinRange(name[0])) fail(i, name[0], DURATION_RANGE);
+        const until = readDateTime(text, end + 1, fail) ?? fail(end + 1, text.slice(end + 1, end + 21), 'a date-time must follow the duration of an interval');
+        tokens.push({ kind: 'interval', text: text.slice(i, until.end), pos, value: { duration: name[0], end: until.value } });
+        i = until.end;
+        continue;
+      }
       if (text[end] === '/') fail(end, '/', 'a property path segment must follow');
       const lower = name[0].toLowerCase();
       if (TYPED_LITERALS.has(lower) && text[end] === "'") {
@@ -86,6 +112,48 @@ export function tokenize(text: string, where: string, offset = 0): Token[] {
   }
   tokens.push({ kind: 'eof', text: '', pos: offset + text.length });
   return tokens;
+}
+
+// A duration moves an instant of years 1 to 9999 by at most this much, so that PostgreSQL's
+// timestamps (4713 BC to 294276 AD) and intervals hold every result and no cast fails at run time.
+const DURATION_MAX_YEARS = 4000;
+const DURATION_RANGE = `a duration may span at most ${DURATION_MAX_YEARS} years`;
+
+function withinRange(text: string): boolean {
+  const duration = parseDuration(text);
+  return duration !== undefined && duration.months / 12 + duration.milliseconds / (365 * 86_400_000) <= DURATION_MAX_YEARS;
+}
+
+type Fail = (at: number, token: string, message: string) => never;
+
+/** A date-time at `at` (the second part of an interval), or undefined when none starts there. */
+function readDateTime(text: string, at: number, fail: Fail): { value: string; end: number } | undefined {
+  DATETIME.lastIndex = at;
+  const dt = DATETIME.exec(text);
+  if (!dt) return undefined;
+  checkDateTime(dt, () => fail(at, dt[0], 'invalid date-time'));
+  const end = at + dt[0].length;
+  if (end < text.length && NAME_CHAR.test(text[end]!)) fail(end, text[end]!, 'unexpected character');
+  return { value: normaliseOffset(dt[0]), end };
+}
+
+/** An ISO 8601 duration at `at` (the second part of an interval `start/duration`). */
+function readDuration(text: string, at: number, fail: Fail): { value: string; end: number } {
+  NAME.lastIndex = at;
+  const name = NAME.exec(text);
+  if (!name || !DURATION.test(name[0]) || name[0].startsWith('-')) {
+    return fail(at, name?.[0] ?? text.slice(at, at + 20), 'an interval is start/end, start/duration or duration/end');
+  }
+  if (!withinRange(name[0])) fail(at, name[0], DURATION_RANGE);
+  return { value: name[0], end: at + name[0].length };
+}
+
+/** An interval given by its two ends must not end before it starts (one with a duration cannot). */
+function checkOrder(value: IntervalText, fail: () => never): void {
+  if (value.duration !== undefined) return;
+  const start = Date.parse(instantText(value.start));
+  const end = Date.parse(instantText(value.end));
+  if (Number.isFinite(start) && Number.isFinite(end) && end < start) fail();
 }
 
 /** Reads `'…'` starting at the quote; `''` inside stands for one quote. */
@@ -108,6 +176,7 @@ function readQuoted(text: string, start: number, fail: (at: number, token: strin
 function typedLiteral(kind: string, body: string, text: string, pos: number, bodyPos: number, where: string): Token {
   if (kind === 'duration') {
     if (!DURATION.test(body)) throw new StaQueryError(where, pos, text, 'invalid ISO 8601 duration');
+    if (!withinRange(body.replace(/^-/, ''))) throw new StaQueryError(where, pos, text, DURATION_RANGE);
     return { kind: 'duration', text, pos, value: body };
   }
   return { kind: 'geometry', text, pos, value: parseWkt(body, where, bodyPos) };

@@ -27,6 +27,13 @@ export const DEFAULT_QUERY_LIMITS: Readonly<QueryLimits> = Object.freeze({
 });
 
 /**
+ * The `exists` one condition may nest to follow its to-many paths (`Datastreams/Thing/Datastreams/…`
+ * nests one per to-many step, two paths in one comparison one per path): a fixed bound rather
+ * than a setting, since no meaningful question needs more and the SQL grows with each.
+ */
+export const RELATED_MAX_DEPTH = 8;
+
+/**
  * Refuses a value longer than `maxBytes` in UTF-8. Counting stops at the first character past the
  * limit, so a megabyte costs no more than the limit does.
  */

@@ -33,7 +33,7 @@ export const FUNCTION_ARITY: Record<string, readonly number[]> = {
   substringof: [2], endswith: [2], startswith: [2], contains: [2], length: [1], indexof: [2],
   substring: [2, 3], tolower: [1], toupper: [1], trim: [1], concat: [2],
   year: [1], month: [1], day: [1], hour: [1], minute: [1], second: [1], fractionalseconds: [1],
-  date: [1], time: [1], totaloffsetminutes: [1], now: [0], mindatetime: [1], maxdatetime: [1],
+  date: [1], time: [1], totaloffsetminutes: [1], now: [0], mindatetime: [0, 1], maxdatetime: [0, 1],
   round: [1], floor: [1], ceiling: [1],
   'geo.distance': [2], 'geo.length': [1], 'geo.intersects': [2],
   st_equals: [2], st_disjoint: [2], st_touches: [2], st_within: [2], st_overlaps: [2],
@@ -120,6 +120,8 @@ class ExpressionParser {
     switch (token.kind) {
       case 'string': case 'datetime': case 'duration':
         return { kind: 'literal', type: token.kind, value: token.value, pos: token.pos };
+      case 'interval':
+        return { kind: 'literal', type: 'interval', value: token.value, pos: token.pos };
       case 'number':
         return { kind: 'literal', type: 'number', value: token.value, pos: token.pos };
       case 'geometry':

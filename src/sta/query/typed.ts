@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Literal } from './ast.js';
+import type { IntervalText, Literal } from './ast.js';
 import { StaQueryError } from './errors.js';
 
 /**
@@ -64,9 +64,24 @@ export function literalSql(literal: Literal): RawBuilder<unknown> {
     case 'datetime': return sql`cast(${instantText(literal.value)} as timestamptz)`;
     case 'duration': return sql`cast(${literal.value} as interval)`;
     case 'geometry': return sql`cast(${JSON.stringify(literal.value)} as jsonb)`;
+    // Where one value is wanted, an interval stands for its start.
+    case 'interval': return intervalBounds(literal.value).start;
     case 'null': return sql`null`;
   }
 }
+
+/** The two ends of an interval literal; a duration is added to the start or taken from the end in SQL. */
+export function intervalBounds(value: IntervalText): { start: RawBuilder<unknown>; end: RawBuilder<unknown> } {
+  const instant = (text: string) => sql`cast(${instantText(text)} as timestamptz)`;
+  if (value.duration === undefined) return { start: instant(value.start), end: instant(value.end) };
+  const duration = sql`cast(${value.duration} as interval)`;
+  if (value.start !== undefined) return { start: instant(value.start), end: sql`(${instant(value.start)} + ${duration})` };
+  return { start: sql`(${instant(value.end)} - ${duration})`, end: instant(value.end) };
+}
+
+/** The earliest and latest instants of OData's DateTimeOffset (years 0001 to 9999), for `mindatetime()`, `maxdatetime()`. */
+export const MIN_DATETIME = '0001-01-01T00:00:00Z';
+export const MAX_DATETIME = '9999-12-31T23:59:59.999999Z';
 
 const ISO_LITERAL = new RegExp(ISO_DATETIME_PATTERN);
 

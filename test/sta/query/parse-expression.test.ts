@@ -67,6 +67,18 @@ describe('$filter literals', () => {
     assert.equal(filter('t lt 2020-02-29'), '(lt t @2020-02-29)');
   });
 
+  it('reads intervals as start/end, start/duration and duration/end, and array indexes in paths', () => {
+    assert.equal(filter('t eq 2020-01-01T00:00:00Z/2020-01-02T00:00:00 01:00'), '(eq t @2020-01-01T00:00:00Z/2020-01-02T00:00:00+01:00)');
+    assert.equal(filter('t eq 2020-01-01/PT1.5S'), '(eq t @2020-01-01/PT1.5S)');
+    assert.equal(filter('t eq P1W/2020-01-01T00:00:00Z'), '(eq t @P1W/2020-01-01T00:00:00Z)');
+    assert.equal(filter('location/geometry/coordinates/0 gt 9'), '(gt location/geometry/coordinates/0 9)');
+    assert.equal(filter('mindatetime() lt maxdatetime(t)'), '(lt mindatetime() maxdatetime(t))');
+    assert.throws(() => filter('t eq 2020-01-01T00:00:00Z/'), /at position 26/);
+    assert.throws(() => filter('t eq 2020-01-01T00:00:00Z/-P1D'), /start\/end, start\/duration or duration\/end at position 26/);
+    assert.throws(() => filter('t eq 2020-01-02/2020-01-01'), /ends before it starts at position 5 \('2020-01-02\/2020-01-01'\)/);
+    assert.throws(() => filter('a/0b eq 1'), /at position 1/);
+  });
+
   it('rejects impossible dates', () => {
     assert.deepEqual(failure('t gt 2021-02-29').slice(0, 2), [5, '2021-02-29']);
     assert.deepEqual(failure('t gt 2021-04-31T00:00:00Z').slice(0, 2), [5, '2021-04-31T00:00:00Z']);

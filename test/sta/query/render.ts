@@ -7,6 +7,7 @@ export function render(expr: Expr): string {
       if (expr.type === 'string') return `'${expr.value}'`;
       if (expr.type === 'datetime') return `@${expr.value}`;
       if (expr.type === 'duration') return `duration:${expr.value}`;
+      if (expr.type === 'interval') return `@${expr.value.start ?? expr.value.duration}/${expr.value.end ?? expr.value.duration}`;
       if (expr.type === 'geometry') return `${expr.value.type}${JSON.stringify(expr.value.coordinates)}`;
       return String(expr.value);
     case 'property': return expr.path.join('/');
