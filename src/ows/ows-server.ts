@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Database } from '../db/client.js';
-import { listCollections } from './collections.repo.js';
+import { collectionExtents, listCollections } from './collections.repo.js';
 import { MapDirectory } from './map-directory.js';
 import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, TEMPLATE_HEADER, withoutPlaceholder } from './mapfile.js';
 import { locateMapServer, MapServerBusyError, MapServerPool, MapServerQueueTimeoutError, MapServerTimeoutError } from './mapserver-pool.js';
@@ -9,6 +9,7 @@ import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-style
 import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
 import { libpqEnvironmentOf } from './libpq-environment.js';
 import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
+import { rewriteXmlAnswer } from './xml-answers.js';
 
 /** The part of a payload route the OWS server needs. */
 export interface OwsRoute {
@@ -41,9 +42,16 @@ export interface OwsServerDeps {
   postgis: boolean;
   /** The PostgreSQL server MapServer reads the collections from (null: PGlite, no OWS). */
   databaseUrl: string | null;
-  settings: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
+  settings: {
+    workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number;
+    contact: { organization: string | null; email: string | null };
+    /** How old a map's layer extents may grow before a GetCapabilities request computes them again. */
+    extentRefreshMs: number;
+  };
   /** The dataset's SLD styles (supplied by the datasets module through runtime.ts). */
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
+  /** The dataset's name and description, and the named API's name: the capabilities' title, abstract and keywords (runtime.ts). */
+  describe(datasetId: string, slug: string): Promise<{ name: string; description: string | null; apiName: string | null } | undefined>;
 }
 
 /** 503 with Retry-After for a request that waited its caller's queue timeout, or found the queue full. */
@@ -74,7 +82,7 @@ export class OwsServer {
   private reloading: Promise<unknown> = Promise.resolve();
   private directory: MapDirectory | null = null;
   private generation = 0;
-  private readonly maps = new Map<string, { generation: number; ready: Promise<PublishedMap> }>();
+  private readonly maps = new Map<string, { generation: number; writtenAt: number; ready: Promise<PublishedMap> }>();
   /** Why OGC requests cannot be served here (null: they can, once started). */
   readonly unavailableReason: string | null;
   private readonly binaries = locateMapServer();
@@ -181,7 +189,7 @@ export class OwsServer {
       this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
       throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
     });
-    const { alias, styles, empty, server } = await this.mapFor(request.route);
+    const { alias, styles, empty, server, booleans } = await this.mapFor(request.route, plan.request === 'getcapabilities');
     const query = mapServerQuery(plan, alias, styles);
     // A POSTed form is a GET in disguise; an XML body (checked by planOwsRequest) goes to MapServer as it came.
     const xmlBody = plan.kind === 'xml' ? plan.body : undefined;
@@ -211,7 +219,7 @@ export class OwsServer {
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }
     if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
-    return headless(this.answerOf(response, plan), request.method === 'HEAD');
+    return headless(this.answerOf(response, plan, { prefix: request.route.slug, booleans }), request.method === 'HEAD');
   }
 
   /**
@@ -220,7 +228,7 @@ export class OwsServer {
    * 503), its HTML message page and any other text where a map, a document or features were due
    * become the gateway's exception report, and the version banner it puts in XML documents is cut.
    */
-  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>): OwsAnswer {
+  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: { prefix: string; booleans: readonly string[] }): OwsAnswer {
     const contentType = response.headers['content-type'] ?? '';
     if (isXml(response) && isExceptionReport(response.body)) {
       const text = response.body.toString('utf8');
@@ -237,9 +245,11 @@ export class OwsServer {
       this.log.warn({ status: response.status, contentType, mapserver: response.body.subarray(0, 500).toString('utf8') }, 'ows: MapServer answered an error page');
       return rewriteMessagePage(response.body, plan.service);
     }
+    // Cache-Control is the gateway's to decide (it knows whether the dataset is open data).
     const headers: Record<string, string> = { 'content-type': contentType };
-    for (const name of ['content-disposition', 'cache-control']) if (response.headers[name]) headers[name] = response.headers[name]!;
-    return { status: 200, headers, body: isXml(response) ? withoutBanner(response.body) : response.body };
+    if (response.headers['content-disposition']) headers['content-disposition'] = response.headers['content-disposition'];
+    const body = isXml(response) ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, ...features }) : response.body;
+    return { status: 200, headers, body };
   }
 
   /** New aliases reach MapServer with fresh workers; reloads run one after another, never two at once. */
@@ -249,36 +259,52 @@ export class OwsServer {
     return reload;
   }
 
-  /** The route's map, its mapfile written for the current generation. */
-  private mapFor(route: OwsRoute): Promise<PublishedMap> {
+  /**
+   * The route's map, its mapfile written for the current generation. Feature writes do not rewrite
+   * it: a GetCapabilities request rewrites a map written more than `extentRefreshMs` ago, so that
+   * its layer extents follow the data at the cost of one ST_Extent per collection at most that often.
+   */
+  private mapFor(route: OwsRoute, capabilities: boolean): Promise<PublishedMap> {
     const alias = aliasOf(route);
     const cached = this.maps.get(alias);
-    if (cached && cached.generation === this.generation) return cached.ready;
-    const ready = this.writeMap(route, alias);
-    this.maps.set(alias, { generation: this.generation, ready });
+    const fresh = !capabilities || Date.now() - (cached?.writtenAt ?? 0) < this.deps.settings.extentRefreshMs;
+    if (cached && cached.generation === this.generation && fresh) return cached.ready;
+    const ready = (cached?.ready ?? Promise.resolve()).catch(() => undefined).then(() => this.writeMap(route, alias));
+    this.maps.set(alias, { generation: this.generation, writtenAt: Date.now(), ready });
     ready.catch(() => { if (this.maps.get(alias)?.ready === ready) this.maps.delete(alias); });
     return ready;
   }
 
   private async writeMap(route: OwsRoute, alias: string): Promise<PublishedMap> {
-    const [collections, stored] = await Promise.all([listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId)]);
+    const [collections, stored, dataset] = await Promise.all([
+      listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId), this.deps.describe(route.datasetId, route.slug),
+    ]);
+    const extents = await collectionExtents(this.deps.db, route.schema, collections);
     const styles = datasetStyles(stored);
+    const title = dataset?.name ?? route.slug;
+    const keywords = [title, ...(dataset?.apiName ? [dataset.apiName] : []), ...collections.map((collection) => collection.title ?? collection.name)];
     const templates: Record<string, string> = { 'header.html': TEMPLATE_HEADER, 'footer.html': TEMPLATE_FOOTER };
     for (const collection of collections) templates[`${collection.name}.html`] = renderLayerTemplate(collection);
     const mapfile = renderMapfile({
-      alias, slug: route.slug, title: route.slug, publicBase: route.publicBase, schema: route.schema, collections,
+      alias, slug: route.slug, publicBase: route.publicBase, schema: route.schema, collections, extents,
+      service: { title, abstract: dataset?.description || null, keywords }, contact: this.deps.settings.contact,
       stylesByLayer: styles.namesByLayer, maxImageSize: this.deps.settings.maxImageSize,
       templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
     });
     if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
     const publicBase = new URL(route.publicBase);
     const server = { SCRIPT_NAME: publicBase.pathname, SERVER_NAME: publicBase.hostname, SERVER_PORT: publicBase.port || (publicBase.protocol === 'https:' ? '443' : '80') };
-    return { alias, styles, empty: collections.length === 0, server };
+    const booleans = [...new Set(collections.flatMap((collection) => Object.keys(collection.properties).filter((name) => collection.properties[name] === 'boolean')))];
+    return { alias, styles, empty: collections.length === 0, server, booleans };
   }
 }
 
 /** A map as written: its alias, and the styles its layers are drawn with (they change only while a dataset is DRAFT). */
-interface PublishedMap { alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string> }
+interface PublishedMap {
+  alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string>;
+  /** The names of boolean attributes in any collection (their GML values are written `true`/`false`). */
+  booleans: string[];
+}
 
 /** A map's alias: unique per dataset and slug, and a plain word for the config file. */
 export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${route.datasetId.replaceAll('-', '')}_${route.slug.replaceAll('-', '_')}`;
@@ -286,11 +312,3 @@ export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${ro
 const isXml = (response: CgiResponse) => /xml/i.test(response.headers['content-type'] ?? '');
 
 const headless = (answer: OwsAnswer, head: boolean): OwsAnswer => (head ? { ...answer, body: Buffer.alloc(0) } : answer);
-
-/** MapServer heads its XML documents with a comment naming its version and build options: cut from the head. */
-function withoutBanner(body: Buffer): Buffer {
-  const at = body.subarray(0, 4096).indexOf('<!-- MapServer version');
-  if (at < 0) return body;
-  const end = body.indexOf('-->', at);
-  return end < 0 ? body : Buffer.concat([body.subarray(0, at), body.subarray(end + 3)]);
-}
