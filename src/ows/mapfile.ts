@@ -68,8 +68,8 @@ const WORLD: Box = [-180, -90, 180, 90];
 const keywordList = (keywords: readonly string[]) => [...new Set(keywords.map((keyword) => keyword.replaceAll(',', ' ').trim()).filter(Boolean))].join(',');
 
 /**
- * The map's extent (WGS 84): the union of its layers' extents, widened a little so that a single
- * point is not an empty box; the world while no layer has any.
+ * The WMS root layer's extent (WGS 84): the union of its layers' extents, widened a little so that
+ * a single point is not an empty box; the world while no layer has any.
  */
 function mapExtent(input: MapfileInput): Box {
   const boxes = [...input.extents.values()].filter((extent): extent is LayerExtent => extent !== null).map((extent) => extent.wgs84);
@@ -96,7 +96,7 @@ export function renderMapfile(input: MapfileInput): string {
   ].filter((line) => line !== null).map((line) => `\n      ${line}`).join('');
   return `MAP
   NAME ${quote(input.alias)}
-  EXTENT ${mapExtent(input).join(' ')}
+  EXTENT ${WORLD.join(' ')}
   UNITS DD
   SIZE 256 256
   MAXSIZE ${Math.trunc(input.maxImageSize)}
@@ -116,6 +116,7 @@ export function renderMapfile(input: MapfileInput): string {
   WEB
     METADATA
       "ows_title" ${quote(service.title)}
+      "wms_extent" "${mapExtent(input).join(' ')}"
       "ows_abstract" ${quote(service.abstract ?? service.title)}
       "ows_keywordlist" ${quote(keywordList(service.keywords))}
       "wms_rootlayer_name" ${quote(input.collections.some((collection) => collection.name === input.slug) ? '' : input.slug)}
@@ -133,7 +134,6 @@ export function renderMapfile(input: MapfileInput): string {
       "wfs_namespace_prefix" ${quote(input.slug)}
       "wfs_namespace_uri" ${quote(input.publicBase)}
       "wfs_getfeature_formatlist" "geojson"
-      "wfs_use_default_extent_for_getfeature" "false"
       "wfs_return_srs_as_urn" "true"
       "wms_getfeatureinfo_formatlist" "application/json,text/html,text/plain"
       "wms_feature_info_mime_type" "text/html"
@@ -167,11 +167,14 @@ export const withoutPlaceholder = (document: string) =>
 function renderLayer(input: MapfileInput, collection: CollectionDef): string {
   const styles = input.stylesByLayer.get(collection.name) ?? [];
   const table = `"${input.schema}"."${collection.name}"`;
-  // A known extent (or the world's, for an empty WGS 84 collection) spares MapServer a full-table
-  // ST_Extent on every capabilities request.
+  // The data's extent is what WMS capabilities advertise (WFS capabilities get it from the gateway,
+  // xml-answers.ts). It may lag the data (OwsServer.mapFor refreshes it at most every
+  // OWS_EXTENT_REFRESH_MS), so queries never use it: MapServer 8.0 cuts a WFS GetFeature without
+  // BBOX to the layer's WFS extent and a filtered one to the map's EXTENT, both the world here
+  // (WGS 84; another SRID has no WFS extent, and MapServer asks PostGIS for the table's).
   const known = input.extents.get(collection.name);
-  const extentOf = known ? known.native : collection.srid === 4326 ? WORLD : null;
-  const extent = extentOf ? `\n      "ows_extent" "${extentOf.join(' ')}"` : '';
+  const wmsExtent = known ? known.native : collection.srid === 4326 ? WORLD : null;
+  const extent = (wmsExtent ? `\n      "wms_extent" "${wmsExtent.join(' ')}"` : '') + (collection.srid === 4326 ? `\n      "wfs_extent" "${WORLD.join(' ')}"` : '');
   const attributes = Object.entries(collection.properties).map(([name, type]) => `\n      "gml_${name}_type" "${GML_TYPES[type]}"`).join('');
   return `  LAYER
     NAME ${quote(collection.name)}
@@ -192,6 +195,7 @@ function renderLayer(input: MapfileInput, collection: CollectionDef): string {
       "ows_abstract" ${quote(collection.title ?? collection.name)}
       "ows_keywordlist" ${quote(keywordList([collection.name, collection.geometryType]))}${extent}
       "gml_include_items" "all"
+      "wfs_use_default_extent_for_getfeature" "false"
       "gml_featureid" "fid"
       "gml_fid_type" "Long"${attributes}
       "gml_geometries" "geom"

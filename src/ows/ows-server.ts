@@ -9,7 +9,7 @@ import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-style
 import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
 import { libpqEnvironmentOf } from './libpq-environment.js';
 import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
-import { rewriteXmlAnswer } from './xml-answers.js';
+import { rewriteXmlAnswer, type XmlAnswerContext } from './xml-answers.js';
 
 /** The part of a payload route the OWS server needs. */
 export interface OwsRoute {
@@ -189,7 +189,7 @@ export class OwsServer {
       this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
       throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
     });
-    const { alias, styles, empty, server, booleans } = await this.mapFor(request.route, plan.request === 'getcapabilities');
+    const { alias, styles, empty, server, booleans, extents } = await this.mapFor(request.route, plan.request === 'getcapabilities');
     const query = mapServerQuery(plan, alias, styles);
     // A POSTed form is a GET in disguise; an XML body (checked by planOwsRequest) goes to MapServer as it came.
     const xmlBody = plan.kind === 'xml' ? plan.body : undefined;
@@ -219,7 +219,7 @@ export class OwsServer {
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }
     if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
-    return headless(this.answerOf(response, plan, { prefix: request.route.slug, booleans }), request.method === 'HEAD');
+    return headless(this.answerOf(response, plan, { prefix: request.route.slug, booleans, extents }), request.method === 'HEAD');
   }
 
   /**
@@ -228,7 +228,7 @@ export class OwsServer {
    * 503), its HTML message page and any other text where a map, a document or features were due
    * become the gateway's exception report, and the version banner it puts in XML documents is cut.
    */
-  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: { prefix: string; booleans: readonly string[] }): OwsAnswer {
+  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: Pick<XmlAnswerContext, 'prefix' | 'booleans' | 'extents'>): OwsAnswer {
     const contentType = response.headers['content-type'] ?? '';
     if (isXml(response) && isExceptionReport(response.body)) {
       const text = response.body.toString('utf8');
@@ -295,7 +295,8 @@ export class OwsServer {
     const publicBase = new URL(route.publicBase);
     const server = { SCRIPT_NAME: publicBase.pathname, SERVER_NAME: publicBase.hostname, SERVER_PORT: publicBase.port || (publicBase.protocol === 'https:' ? '443' : '80') };
     const booleans = [...new Set(collections.flatMap((collection) => Object.keys(collection.properties).filter((name) => collection.properties[name] === 'boolean')))];
-    return { alias, styles, empty: collections.length === 0, server, booleans };
+    const wgs84 = new Map([...extents].map(([name, extent]) => [name, extent?.wgs84 ?? null] as const));
+    return { alias, styles, empty: collections.length === 0, server, booleans, extents: wgs84 };
   }
 }
 
@@ -304,6 +305,8 @@ interface PublishedMap {
   alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string>;
   /** The names of boolean attributes in any collection (their GML values are written `true`/`false`). */
   booleans: string[];
+  /** Each collection's WGS 84 extent when the map was written (WFS capabilities advertise it). */
+  extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
 }
 
 /** A map's alias: unique per dataset and slug, and a plain word for the config file. */

@@ -5,6 +5,8 @@
  * - WFS 2.0.0 types date-time attributes `gml:TimeInstantType` and wraps their values in
  *   `gml:timePosition`: they are plain `dateTime` values, as in WFS 1.1.0.
  * - Boolean attributes reach MapServer as `1`/`0` (see mapfile.ts); GML features say `true`/`false`.
+ * - WFS capabilities advertise each feature type's extent from its data (the mapfile's WFS extent is
+ *   the world, for queries: see mapfile.ts).
  * - DescribeFeatureType names XML Schema's types unprefixed (in the schema's default namespace):
  *   they are written `xsd:long`, `xsd:boolean`, … (the document binds `xsd` to the same namespace).
  */
@@ -21,6 +23,8 @@ export interface XmlAnswerContext {
   prefix: string;
   /** Boolean attributes (any collection's): MapServer reads them as `1`/`0` (mapfile.ts), features say `true`/`false`. */
   booleans: readonly string[];
+  /** Each collection's WGS 84 extent as last computed (null while empty): what WFS capabilities advertise. */
+  extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
 }
 
 export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffer {
@@ -32,6 +36,7 @@ export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffe
   let text = withoutComments(head.slice(0, cut)) + tail;
   if (context.service === 'WFS' && isWfs2(context.version)) text = plainDateTimes(text, context.request);
   if (context.service === 'WFS' && context.request === 'describefeaturetype') text = prefixedSchemaTypes(text);
+  if (context.service === 'WFS' && context.request === 'getcapabilities') text = dataExtents(text, context.extents);
   if (context.service === 'WFS' && FEATURE_ANSWERS.has(context.request)) text = booleanWords(text, context.prefix, context.booleans);
   return Buffer.from(text, 'utf8');
 }
@@ -59,6 +64,19 @@ function booleanWords(text: string, prefix: string, booleans: readonly string[])
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function dataExtents(text: string, extents: XmlAnswerContext['extents']): string {
+  return text.replace(/<FeatureType\b[\s\S]*?<\/FeatureType>/g, (block) => {
+    const name = /<Name>(?:[^<:]*:)?([^<]*)<\/Name>/.exec(block)?.[1];
+    const box = name === undefined ? undefined : extents.get(name);
+    if (!box) return block;
+    const [minx, miny, maxx, maxy] = box.map((value) => value.toFixed(6));
+    return block
+      .replace(/<LatLongBoundingBox\b[^>]*\/>/, `<LatLongBoundingBox minx="${minx}" miny="${miny}" maxx="${maxx}" maxy="${maxy}" />`)
+      .replace(/<ows:LowerCorner>[^<]*<\/ows:LowerCorner>/, `<ows:LowerCorner>${minx} ${miny}</ows:LowerCorner>`)
+      .replace(/<ows:UpperCorner>[^<]*<\/ows:UpperCorner>/, `<ows:UpperCorner>${maxx} ${maxy}</ows:UpperCorner>`);
+  });
+}
 
 /** MapServer's own comments: its version banner and its warnings. */
 function withoutComments(text: string): string {

@@ -216,3 +216,41 @@ describe('GIS clients read the OWS named APIs (postgres, real MapServer, OWSLib,
     near([geographic.westBoundLongitude, geographic.southBoundLatitude, geographic.eastBoundLongitude, geographic.northBoundLatitude].map(Number), [8.60, 50.05, 9.5, 51.5], 'WMS box');
   });
 });
+
+/**
+ * Layer extents are not rewritten per feature write: within OWS_EXTENT_REFRESH_MS a capabilities
+ * document keeps the extent it had, and GetFeature is never cut to that (stale) extent.
+ */
+describe('layer extents between refreshes (postgres, real MapServer)', { skip: missing(requireMapServer(), await requirePostgis()) }, () => {
+  let t: TestApp;
+  let dataset: PublishedDataset;
+  before(async () => {
+    t = await buildTestApp('postgres', { OWS_EXTENT_REFRESH_MS: '600000' });
+    dataset = await publishDataset(t, { standard: 'OWS', slug: 'lamps' });
+    assert.equal((await dataset.request('POST', '/collections', { name: 'lamps', geometryType: 'Point', properties: { label: 'string' } })).statusCode, 201);
+    assert.equal((await dataset.request('POST', '/collections/lamps/items', site(8.6, 50.1, { label: 'near' }))).statusCode, 201);
+  });
+  after(async () => { await t?.close(); });
+
+  const wgs84Box = async () => {
+    const box = parseXml(await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetCapabilities' })).WFS_Capabilities.FeatureTypeList.FeatureType.WGS84BoundingBox;
+    return [...String(box.LowerCorner).split(' '), ...String(box.UpperCorner).split(' ')].map(Number);
+  };
+
+  test('a feature added outside the advertised extent: the extent waits for the refresh, GetFeature finds the feature at once', async () => {
+    near(await wgs84Box(), [8.6, 50.1, 8.6, 50.1], 'first extent');
+    assert.equal((await dataset.request('POST', '/collections/lamps/items', site(9.5, 51.5, { label: 'far' }))).statusCode, 201);
+    near(await wgs84Box(), [8.6, 50.1, 8.6, 50.1], 'extent within the refresh period');
+    const features = await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'lamps:lamps', OUTPUTFORMAT: 'application/json' });
+    assert.deepEqual(features.json().features.map((feature: Json) => feature.properties.label).sort(), ['far', 'near']);
+    const filter = '<fes:Filter xmlns:fes="http://www.opengis.net/fes/2.0"><fes:PropertyIsEqualTo><fes:ValueReference>label</fes:ValueReference><fes:Literal>far</fes:Literal></fes:PropertyIsEqualTo></fes:Filter>';
+    const filtered = await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'lamps:lamps', OUTPUTFORMAT: 'application/json', FILTER: filter });
+    assert.equal(filtered.statusCode, 200, filtered.body.slice(0, 300));
+    assert.deepEqual(filtered.json().features.map((feature: Json) => feature.properties.label), ['far']);
+    // A new collection rewrites the map at once, with every extent as it is now.
+    assert.equal((await dataset.request('POST', '/collections', { name: 'benches', geometryType: 'Point', properties: {} })).statusCode, 201);
+    const boxes = parseXml(await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetCapabilities' })).WFS_Capabilities.FeatureTypeList.FeatureType;
+    const lamps = boxes.find((type: Json) => type.Name === 'lamps:lamps').WGS84BoundingBox;
+    near([...String(lamps.LowerCorner).split(' '), ...String(lamps.UpperCorner).split(' ')].map(Number), [8.6, 50.1, 9.5, 51.5], 'extent after the map was rewritten');
+  });
+});
