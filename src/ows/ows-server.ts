@@ -10,6 +10,7 @@ import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type Ows
 import { libpqEnvironmentOf } from './libpq-environment.js';
 import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
 import { rewriteXmlAnswer, type XmlAnswerContext } from './xml-answers.js';
+import { rewriteJsonFeatures } from './json-answers.js';
 
 /** The part of a payload route the OWS server needs. */
 export interface OwsRoute {
@@ -248,7 +249,9 @@ export class OwsServer {
     // Cache-Control is the gateway's to decide (it knows whether the dataset is open data).
     const headers: Record<string, string> = { 'content-type': contentType };
     if (response.headers['content-disposition']) headers['content-disposition'] = response.headers['content-disposition'];
-    const body = isXml(response) ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, ...features }) : response.body;
+    const body = isXml(response)
+      ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, ...features })
+      : /json/i.test(contentType) ? rewriteJsonFeatures(response.body, features.booleans) : response.body;
     return { status: 200, headers, body };
   }
 
