@@ -258,4 +258,21 @@ describe('layer extents between refreshes (postgres, real MapServer)', { skip: m
     const lamps = boxes.find((type: Json) => type.Name === 'lamps:lamps').WGS84BoundingBox;
     near([...String(lamps.LowerCorner).split(' '), ...String(lamps.UpperCorner).split(' ')].map(Number), [8.6, 50.1, 9.5, 51.5], 'extent after the map was rewritten');
   });
+
+  test('a collection in another SRID (UTM 32N): its WGS 84 box in capabilities, its features in GetFeature', async () => {
+    const created = await dataset.request('POST', '/collections', { name: 'masts', geometryType: 'Point', srid: 25832, properties: { label: 'string' } });
+    assert.equal(created.statusCode, 201, created.body);
+    const added = await dataset.request('POST', '/collections/masts/items', { type: 'FeatureCollection', features: [
+      { type: 'Feature', geometry: { type: 'Point', coordinates: [475000, 5550000] }, properties: { label: 'west' } },
+      { type: 'Feature', geometry: { type: 'Point', coordinates: [480000, 5555000] }, properties: { label: 'east' } },
+    ] });
+    assert.equal(added.statusCode, 201, added.body);
+    const types = parseXml(await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetCapabilities' })).WFS_Capabilities.FeatureTypeList.FeatureType;
+    const box = types.find((type: Json) => type.Name === 'lamps:masts').WGS84BoundingBox;
+    // UTM 32N (475000, 5550000) and (480000, 5555000) are 8.6504 E 50.1017 N and 8.7201 E 50.1469 N
+    // (PROJ's gdaltransform); the box of the transformed box is a little wider.
+    near([...String(box.LowerCorner).split(' '), ...String(box.UpperCorner).split(' ')].map(Number), [8.6504, 50.1017, 8.7201, 50.1469], 'UTM collection box', 0.001);
+    const features = await ogc(dataset, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'lamps:masts', OUTPUTFORMAT: 'application/json' });
+    assert.deepEqual(features.json().features.map((feature: Json) => feature.properties.label).sort(), ['east', 'west']);
+  });
 });
