@@ -30,6 +30,13 @@ export interface MapfileInput {
   stylesByLayer: ReadonlyMap<string, readonly string[]>;
   /** File names of each layer's GetFeatureInfo HTML template, beside the mapfile. */
   templates: { header: string; footer: string; layer: (collection: string) => string };
+  /**
+   * The map GeoJSON answers are drawn from: boolean attributes typed as text. MapServer 8.0 hands
+   * GDAL 3.6 each value as text and GDAL reads `true` as 0 in a boolean field, so that GeoJSON
+   * would say false for every feature; as text, GDAL writes `"true"`/`"false"`, which the gateway
+   * turns into JSON booleans (json-answers.ts). The other map types them `xsd:boolean`.
+   */
+  booleansAsText?: boolean;
   /** The largest WIDTH and HEIGHT MapServer draws (the gateway refuses larger ones before). */
   maxImageSize: number;
 }
@@ -175,7 +182,8 @@ function renderLayer(input: MapfileInput, collection: CollectionDef): string {
   const known = input.extents.get(collection.name);
   const wmsExtent = known ? known.native : collection.srid === 4326 ? WORLD : null;
   const extent = (wmsExtent ? `\n      "wms_extent" "${wmsExtent.join(' ')}"` : '') + (collection.srid === 4326 ? `\n      "wfs_extent" "${WORLD.join(' ')}"` : '');
-  const attributes = Object.entries(collection.properties).map(([name, type]) => `\n      "gml_${name}_type" "${GML_TYPES[type]}"`).join('');
+  const gmlType = (type: AttributeType) => (type === 'boolean' && input.booleansAsText ? 'Character' : GML_TYPES[type]);
+  const attributes = Object.entries(collection.properties).map(([name, type]) => `\n      "gml_${name}_type" "${gmlType(type)}"`).join('');
   return `  LAYER
     NAME ${quote(collection.name)}
     TYPE ${LAYER_TYPES[collection.geometryType]}
@@ -183,7 +191,7 @@ function renderLayer(input: MapfileInput, collection: CollectionDef): string {
     CONNECTIONTYPE POSTGIS
     CONNECTION "application_name=mapserver"
     PROCESSING "CLOSE_CONNECTION=DEFER"
-    DATA ${quote(`geom from ${layerSource(table, collection)} using unique fid using srid=${collection.srid}`)}
+    DATA ${quote(`geom from ${table} using unique fid using srid=${collection.srid}`)}
     PROJECTION "init=epsg:${collection.srid}" END
     TEMPLATE ${quote(input.templates.layer(collection.name))}
     HEADER ${quote(input.templates.header)}
@@ -204,18 +212,6 @@ function renderLayer(input: MapfileInput, collection: CollectionDef): string {
     END
 ${styles.length > 0 ? `    CLASSGROUP ${quote(styles[0]!)}\n${styles.map((style) => renderClass(collection.geometryType, style, style)).join('')}` : renderClass(collection.geometryType, collection.name, null)}  END
 `;
-}
-
-/**
- * The layer's table, or a query over it when a boolean attribute needs its values as `1`/`0`:
- * MapServer 8.0 hands GDAL 3.6 the text of each value, and GDAL reads `true` as 0 (GeoJSON output
- * would say false for every feature). `1` and `0` are booleans to XML Schema as well.
- */
-function layerSource(table: string, collection: CollectionDef): string {
-  const booleans = Object.entries(collection.properties).filter(([, type]) => type === 'boolean').map(([name]) => name);
-  if (booleans.length === 0) return table;
-  const columns = ['fid', 'geom', ...Object.entries(collection.properties).map(([name, type]) => (type === 'boolean' ? `("${name}")::int::text as "${name}"` : `"${name}"`))];
-  return `(select ${columns.join(', ')} from ${table}) as features`;
 }
 
 /** A plain class: what a layer looks like without a style, and the stand-in of each style's SLD in the mapfile. */

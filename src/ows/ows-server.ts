@@ -171,7 +171,7 @@ export class OwsServer {
   /** The published routes after a route table reload: maps of routes that are gone are removed. */
   routesChanged(live: OwsRoute[]): void {
     this.invalidate();
-    const liveAliases = new Set(live.map(aliasOf));
+    const liveAliases = new Set(live.flatMap((route) => [aliasOf(route), jsonAliasOf(aliasOf(route))]));
     for (const alias of this.directory?.registered() ?? []) {
       if (liveAliases.has(alias)) continue;
       this.maps.delete(alias);
@@ -190,8 +190,8 @@ export class OwsServer {
       this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
       throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
     });
-    const { alias, styles, empty, server, booleans, extents } = await this.mapFor(request.route, plan.request === 'getcapabilities');
-    const query = mapServerQuery(plan, alias, styles);
+    const { alias, jsonAlias, styles, empty, server, booleans, extents } = await this.mapFor(request.route, plan.request === 'getcapabilities');
+    const query = mapServerQuery(plan, asksForJson(plan) ? jsonAlias : alias, styles);
     // A POSTed form is a GET in disguise; an XML body (checked by planOwsRequest) goes to MapServer as it came.
     const xmlBody = plan.kind === 'xml' ? plan.body : undefined;
     // Only what the gateway sets: no HTTP_* variable (MapServer would read HTTP_COOKIE as parameters).
@@ -220,7 +220,7 @@ export class OwsServer {
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }
     if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
-    return headless(this.answerOf(response, plan, { prefix: request.route.slug, booleans, extents }), request.method === 'HEAD');
+    return headless(this.answerOf(response, plan, { booleans, extents }), request.method === 'HEAD');
   }
 
   /**
@@ -229,7 +229,7 @@ export class OwsServer {
    * 503), its HTML message page and any other text where a map, a document or features were due
    * become the gateway's exception report, and the version banner it puts in XML documents is cut.
    */
-  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: Pick<XmlAnswerContext, 'prefix' | 'booleans' | 'extents'>): OwsAnswer {
+  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: Pick<XmlAnswerContext, 'extents'> & { booleans: readonly string[] }): OwsAnswer {
     const contentType = response.headers['content-type'] ?? '';
     if (isXml(response) && isExceptionReport(response.body)) {
       const text = response.body.toString('utf8');
@@ -250,7 +250,7 @@ export class OwsServer {
     const headers: Record<string, string> = { 'content-type': contentType };
     if (response.headers['content-disposition']) headers['content-disposition'] = response.headers['content-disposition'];
     const body = isXml(response)
-      ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, ...features })
+      ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, extents: features.extents })
       : /json/i.test(contentType) ? rewriteJsonFeatures(response.body, features.booleans) : response.body;
     return { status: 200, headers, body };
   }
@@ -288,28 +288,47 @@ export class OwsServer {
     const keywords = [title, ...(dataset?.apiName ? [dataset.apiName] : []), ...collections.map((collection) => collection.title ?? collection.name)];
     const templates: Record<string, string> = { 'header.html': TEMPLATE_HEADER, 'footer.html': TEMPLATE_FOOTER };
     for (const collection of collections) templates[`${collection.name}.html`] = renderLayerTemplate(collection);
-    const mapfile = renderMapfile({
+    const input = {
       alias, slug: route.slug, publicBase: route.publicBase, schema: route.schema, collections, extents,
       service: { title, abstract: dataset?.description || null, keywords }, contact: this.deps.settings.contact,
       stylesByLayer: styles.namesByLayer, maxImageSize: this.deps.settings.maxImageSize,
-      templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
-    });
-    if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
+      templates: { header: 'header.html', footer: 'footer.html', layer: (name: string) => `${name}.html` },
+    };
+    const booleans = [...new Set(collections.flatMap((collection) => Object.keys(collection.properties).filter((name) => collection.properties[name] === 'boolean')))];
+    // GeoJSON answers come from a twin map with boolean attributes as text (mapfile.ts), when there are any.
+    const jsonAlias = booleans.length > 0 ? jsonAliasOf(alias) : alias;
+    const added = await this.directory!.write(alias, renderMapfile(input), templates);
+    const jsonAdded = jsonAlias !== alias && await this.directory!.write(jsonAlias, renderMapfile({ ...input, alias: jsonAlias, booleansAsText: true }), templates);
+    if (added || jsonAdded) await this.reloadWorkers();
     const publicBase = new URL(route.publicBase);
     const server = { SCRIPT_NAME: publicBase.pathname, SERVER_NAME: publicBase.hostname, SERVER_PORT: publicBase.port || (publicBase.protocol === 'https:' ? '443' : '80') };
-    const booleans = [...new Set(collections.flatMap((collection) => Object.keys(collection.properties).filter((name) => collection.properties[name] === 'boolean')))];
     const wgs84 = new Map([...extents].map(([name, extent]) => [name, extent?.wgs84 ?? null] as const));
-    return { alias, styles, empty: collections.length === 0, server, booleans, extents: wgs84 };
+    return { alias, jsonAlias, styles, empty: collections.length === 0, server, booleans, extents: wgs84 };
   }
 }
 
 /** A map as written: its alias, and the styles its layers are drawn with (they change only while a dataset is DRAFT). */
 interface PublishedMap {
-  alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string>;
-  /** The names of boolean attributes in any collection (their GML values are written `true`/`false`). */
+  alias: string;
+  /** The map GeoJSON answers are drawn from (the alias itself when no attribute is boolean). */
+  jsonAlias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string>;
+  /** The names of boolean attributes in any collection (GeoJSON answers turn their text into JSON booleans). */
   booleans: string[];
   /** Each collection's WGS 84 extent when the map was written (WFS capabilities advertise it). */
   extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
+}
+
+/** The alias of a map's GeoJSON twin (booleans as text, see mapfile.ts). */
+const jsonAliasOf = (alias: string) => `${alias}_json`;
+
+/**
+ * Whether MapServer answers this request in GeoJSON: a GetFeature (or GetPropertyValue) with a
+ * JSON OUTPUTFORMAT, a GetFeatureInfo with a JSON INFO_FORMAT, an XML GetFeature asking for JSON.
+ */
+function asksForJson(plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>): boolean {
+  if (plan.kind === 'xml') return /\boutputFormat\s*=\s*["'][^"']*json/i.test(plan.body.subarray(0, 4096).toString('utf8'));
+  const key = plan.request === 'getfeatureinfo' ? 'info_format' : 'outputformat';
+  return /json/i.test(plan.params.find((pair) => pair.name.toLowerCase() === key)?.value ?? '');
 }
 
 /** A map's alias: unique per dataset and slug, and a plain word for the config file. */

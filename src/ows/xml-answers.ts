@@ -4,7 +4,6 @@
  *   comments into capabilities (metadata it found missing): both are cut.
  * - WFS 2.0.0 types date-time attributes `gml:TimeInstantType` and wraps their values in
  *   `gml:timePosition`: they are plain `dateTime` values, as in WFS 1.1.0.
- * - Boolean attributes reach MapServer as `1`/`0` (see mapfile.ts); GML features say `true`/`false`.
  * - WFS capabilities advertise each feature type's extent from its data (the mapfile's WFS extent is
  *   the world, for queries: see mapfile.ts).
  * - DescribeFeatureType names XML Schema's types unprefixed (in the schema's default namespace):
@@ -19,10 +18,6 @@ export interface XmlAnswerContext {
   /** The request, lowercase (`getcapabilities`, `describefeaturetype`, `getfeature`, …). */
   request: string;
   version: string | undefined;
-  /** The WFS namespace prefix of the feature types (the named API's slug). */
-  prefix: string;
-  /** Boolean attributes (any collection's): MapServer reads them as `1`/`0` (mapfile.ts), features say `true`/`false`. */
-  booleans: readonly string[];
   /** Each collection's WGS 84 extent as last computed (null while empty): what WFS capabilities advertise. */
   extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
 }
@@ -37,7 +32,6 @@ export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffe
   if (context.service === 'WFS' && isWfs2(context.version)) text = plainDateTimes(text, context.request);
   if (context.service === 'WFS' && context.request === 'describefeaturetype') text = prefixedSchemaTypes(text);
   if (context.service === 'WFS' && context.request === 'getcapabilities') text = dataExtents(text, context.extents);
-  if (context.service === 'WFS' && FEATURE_ANSWERS.has(context.request)) text = booleanWords(text, context.prefix, context.booleans);
   return Buffer.from(text, 'utf8');
 }
 
@@ -56,14 +50,6 @@ function plainDateTimes(text: string, request: string): string {
   if (!FEATURE_ANSWERS.has(request) || !text.includes('<gml:timePosition>')) return text;
   return text.replace(/(<[A-Za-z_][\w.-]*:[A-Za-z_][\w.-]*)\s+gml:id="[^"]*"\s*>\s*<gml:timePosition>([^<]*)<\/gml:timePosition>\s*(<\/)/g, '$1>$2$3');
 }
-
-function booleanWords(text: string, prefix: string, booleans: readonly string[]): string {
-  if (booleans.length === 0) return text;
-  const tag = `${escapeRegExp(prefix)}:(?:${booleans.map(escapeRegExp).join('|')})`;
-  return text.replace(new RegExp(`(<(${tag})>)([01])(</\\2>)`, 'g'), (_match, open: string, _name: string, digit: string, close: string) => `${open}${digit === '1' ? 'true' : 'false'}${close}`);
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function dataExtents(text: string, extents: XmlAnswerContext['extents']): string {
   return text.replace(/<FeatureType\b[\s\S]*?<\/FeatureType>/g, (block) => {

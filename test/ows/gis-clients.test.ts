@@ -209,6 +209,21 @@ describe('GIS clients read the OWS named APIs (postgres, real MapServer, OWSLib,
     }
   });
 
+  test('a WFS filter on a boolean attribute, in GML and in GeoJSON', async () => {
+    const filterOn = (literal: string) => `<fes:Filter xmlns:fes="http://www.opengis.net/fes/2.0"><fes:PropertyIsEqualTo><fes:ValueReference>active</fes:ValueReference><fes:Literal>${literal}</fes:Literal></fes:PropertyIsEqualTo></fes:Filter>`;
+    const labels = async (literal: string) => {
+      const response = await ogc(closed, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'parks:sites', OUTPUTFORMAT: 'application/json', FILTER: filterOn(literal) });
+      assert.equal(response.statusCode, 200, response.body.slice(0, 300));
+      return response.json().features.map((feature: Json) => feature.properties.label);
+    };
+    assert.deepEqual(await labels('true'), ['a']);
+    assert.deepEqual(await labels('false'), ['b']);
+    const gml = await ogc(closed, { SERVICE: 'WFS', VERSION: '2.0.0', REQUEST: 'GetFeature', TYPENAMES: 'parks:sites', FILTER: filterOn('true') });
+    assert.equal(gml.statusCode, 200, gml.body.slice(0, 300));
+    assert.match(gml.body, /<parks:active>true<\/parks:active>/);
+    assert.doesNotMatch(gml.body, /<parks:label>b</);
+  });
+
   test('extents follow the data: a site added far away widens the capabilities\' boxes', async () => {
     const added = await open.request('POST', '/collections/sites/items', site(9.5, 51.5, { label: 'far' }));
     assert.equal(added.statusCode, 201, added.body);
