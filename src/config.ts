@@ -61,6 +61,11 @@ const EnvSchema = Type.Object({
   OWS_MAX_IMAGE_SIZE: Type.Integer({ default: 4096, minimum: 64, maximum: 16_384 }),
   // An OGC request POSTed as a form or an XML document (a GET's query string is bounded by the HTTP header limit).
   OWS_MAX_BODY_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 33_554_432 }),
+  // The contact every OWS capabilities document names (WMS ContactInformation, WFS ServiceProvider).
+  OWS_CONTACT_ORGANIZATION: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  OWS_CONTACT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 200, pattern: '^[^\\s@]+@[^\\s@]+$' })),
+  // How old a map's layer extents may grow before a capabilities request computes them again.
+  OWS_EXTENT_REFRESH_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
   // The MQTT broker: packet sizes before and after CONNACK, the CONNECT deadline, connection caps.
   MQTT_MAX_CONNECT_BYTES: Type.Integer({ default: 65_536, minimum: 1024, maximum: 16_777_216 }),
   MQTT_MAX_PACKET_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 268_435_455 }),
@@ -109,7 +114,8 @@ export interface Config {
    * request timeout; fair map work: requests running per caller, how long one may queue, the largest
    * WIDTH or HEIGHT.
    */
-  ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
+  ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number;
+    contact: { organization: string | null; email: string | null }; extentRefreshMs: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process. */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number };
   /**
@@ -233,6 +239,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workers: e.OWS_WORKERS, mapDir: e.OWS_MAP_DIR ?? null, timeoutMs: e.OWS_TIMEOUT_MS,
       maxPerCaller: e.OWS_MAX_PER_CALLER, queueTimeoutMs: e.OWS_QUEUE_TIMEOUT_MS, maxImageSize: e.OWS_MAX_IMAGE_SIZE,
       maxBodyBytes: e.OWS_MAX_BODY_BYTES,
+      contact: { organization: e.OWS_CONTACT_ORGANIZATION ?? null, email: e.OWS_CONTACT_EMAIL ?? null },
+      extentRefreshMs: e.OWS_EXTENT_REFRESH_MS,
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE },
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },

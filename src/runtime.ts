@@ -11,7 +11,7 @@ import { createTokenVerifier } from './http/token-verifier.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
-import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
+import { datasetSagas, describeDatasetForOws, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
 import { createObservationWriter, createStaServer, mqttEndpointsOf } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
@@ -85,6 +85,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const ows = new OwsServer({
       db, postgis, databaseUrl: where.url, settings: config.ows,
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),
+      describe: (datasetId, slug) => describeDatasetForOws(db, datasetId, slug),
     });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.

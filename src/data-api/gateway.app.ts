@@ -10,6 +10,7 @@ import { rejectToken } from '../http/authentication.js';
 import { CallerCache } from '../access/caller-cache.js';
 import { publicBaseOf, RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
+import { decideCaching, installCacheHeaders } from './cache-headers.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
 import { isMultipartMixed, multipartAnswer, multipartElsewhere } from '../sta/index.js';
@@ -60,6 +61,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db, undefined, (error) => app.log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')),
   });
   registerHealthRoutes(app, ctx.db);
+  // Cache-Control (and a validator) on every payload answer, OWS and SensorThings alike.
+  installCacheHeaders(app);
   // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
   await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });
 
@@ -107,6 +110,7 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
       throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
   }
   // Allowed implies a route and an address.
+  decideCaching(request, route!, operation);
   if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!, decision.rights, owsPlan?.plan);
   const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
   if (upstreamUrl) {

@@ -93,3 +93,26 @@ export async function collectionStats(db: Database, schema: string, name: string
   const bbox = row.minx === null ? null : [row.minx, row.miny!, row.maxx!, row.maxy!] as [number, number, number, number];
   return { featureCount: row.n, bbox };
 }
+
+/** A collection's extent as a map layer needs it: in its own SRID, and as WGS 84 longitude/latitude. */
+export interface LayerExtent { native: [number, number, number, number]; wgs84: [number, number, number, number] }
+
+/**
+ * The extent of each collection's features (null while empty): one `st_extent` per table, its box
+ * transformed to WGS 84 (only the box's corners are transformed, not every feature).
+ */
+export async function collectionExtents(db: Database, schema: string, collections: readonly CollectionDef[]): Promise<Map<string, LayerExtent | null>> {
+  const extents = new Map<string, LayerExtent | null>();
+  for (const collection of collections) {
+    const { rows } = await sql<{ minx: number | null; miny: number; maxx: number; maxy: number; wminx: number; wminy: number; wmaxx: number; wmaxy: number }>`
+      select st_xmin(e) as minx, st_ymin(e) as miny, st_xmax(e) as maxx, st_ymax(e) as maxy,
+             st_xmin(w) as wminx, st_ymin(w) as wminy, st_xmax(w) as wmaxx, st_ymax(w) as wmaxy
+      from (select e, st_transform(st_setsrid(e::geometry, ${Math.trunc(collection.srid)}), 4326) as w
+            from (select st_extent(geom)::box3d as e from ${sql.id(schema, collection.name)}) s) t`.execute(db);
+    const row = rows[0];
+    extents.set(collection.name, !row || row.minx === null ? null : {
+      native: [row.minx, row.miny, row.maxx, row.maxy], wgs84: [row.wminx, row.wminy, row.wmaxx, row.wmaxy],
+    });
+  }
+  return extents;
+}

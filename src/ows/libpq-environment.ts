@@ -13,5 +13,7 @@ export function libpqEnvironmentOf(databaseUrl: string): Record<string, string> 
   set('PGUSER', url.searchParams.get('user') ?? decodeURIComponent(url.username));
   set('PGPASSWORD', url.searchParams.get('password') ?? decodeURIComponent(url.password));
   set('PGSSLMODE', url.searchParams.get('sslmode'));
+  // Timestamps as UTC text (`2024-05-01 10:00:00+00`): MapServer writes them as `2024-05-01T10:00:00Z`.
+  env['PGTZ'] = 'UTC';
   return env;
 }

@@ -1,4 +1,5 @@
-import type { CollectionDef, GeometryType } from './types.js';
+import type { LayerExtent } from './collections.repo.js';
+import type { AttributeType, CollectionDef, GeometryType } from './types.js';
 
 /**
  * The MapServer mapfile of one OWS named API: a layer per feature collection over its PostGIS
@@ -14,16 +15,28 @@ export interface MapfileInput {
   alias: string;
   /** The named API's slug: the WFS namespace prefix (`{slug}:{collection}`). */
   slug: string;
-  title: string;
+  /** What the capabilities say of the service and the root layer: the dataset's name, description and keywords. */
+  service: { title: string; abstract: string | null; keywords: readonly string[] };
+  /** The operator's contact (settings), named by every capabilities document. */
+  contact: { organization: string | null; email: string | null };
   /** The route's public base; `ows_onlineresource` is `{publicBase}?`. */
   publicBase: string;
   /** The dataset's storage schema, holding one table per collection. */
   schema: string;
   collections: CollectionDef[];
+  /** Each collection's extent (null while empty); a collection missing here has none known. */
+  extents: ReadonlyMap<string, LayerExtent | null>;
   /** Style names per collection (layer), the first being the layer's default. */
   stylesByLayer: ReadonlyMap<string, readonly string[]>;
   /** File names of each layer's GetFeatureInfo HTML template, beside the mapfile. */
   templates: { header: string; footer: string; layer: (collection: string) => string };
+  /**
+   * The map GeoJSON answers are drawn from: boolean attributes typed as text. MapServer 8.0 hands
+   * GDAL 3.6 each value as text and GDAL reads `true` as 0 in a boolean field, so that GeoJSON
+   * would say false for every feature; as text, GDAL writes `"true"`/`"false"`, which the gateway
+   * turns into JSON booleans (json-answers.ts). The other map types them `xsd:boolean`.
+   */
+  booleansAsText?: boolean;
   /** The largest WIDTH and HEIGHT MapServer draws (the gateway refuses larger ones before). */
   maxImageSize: number;
 }
@@ -42,6 +55,39 @@ const LAYER_TYPES: Record<GeometryType, string> = {
   Point: 'POINT', MultiPoint: 'POINT', LineString: 'LINE', MultiLineString: 'LINE', Polygon: 'POLYGON', MultiPolygon: 'POLYGON',
 };
 
+/**
+ * What MapServer declares for each attribute type (DescribeFeatureType, and how GetFeature writes
+ * the values): xsd:string, xsd:long, xsd:double, xsd:boolean, xsd:dateTime.
+ */
+const GML_TYPES: Record<AttributeType, string> = {
+  string: 'Character', integer: 'Long', number: 'Real', boolean: 'Boolean', 'date-time': 'DateTime',
+};
+
+/** The geometry property's GML type (`gml:PointPropertyType`, …) as MapServer names it. */
+const GML_GEOMETRY_TYPES: Record<GeometryType, string> = {
+  Point: 'point', MultiPoint: 'multipoint', LineString: 'line', MultiLineString: 'multiline', Polygon: 'polygon', MultiPolygon: 'multipolygon',
+};
+
+type Box = readonly [number, number, number, number];
+const WORLD: Box = [-180, -90, 180, 90];
+
+/** MapServer splits a keyword list at commas: a keyword keeps none. */
+const keywordList = (keywords: readonly string[]) => [...new Set(keywords.map((keyword) => keyword.replaceAll(',', ' ').trim()).filter(Boolean))].join(',');
+
+/**
+ * The WMS root layer's extent (WGS 84): the union of its layers' extents, widened a little so that
+ * a single point is not an empty box; the world while no layer has any.
+ */
+function mapExtent(input: MapfileInput): Box {
+  const boxes = [...input.extents.values()].filter((extent): extent is LayerExtent => extent !== null).map((extent) => extent.wgs84);
+  if (boxes.length === 0) return WORLD;
+  const pad = 0.0001;
+  return [
+    Math.max(-180, Math.min(...boxes.map((box) => box[0])) - pad), Math.max(-90, Math.min(...boxes.map((box) => box[1])) - pad),
+    Math.min(180, Math.max(...boxes.map((box) => box[2])) + pad), Math.min(90, Math.max(...boxes.map((box) => box[3])) + pad),
+  ];
+}
+
 /** A mapfile string literal: quotes and backslashes escaped, line breaks (which end a token) flattened. */
 export const quote = (text: string) => `"${text.replace(/[\r\n]+/g, ' ').replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
@@ -50,9 +96,14 @@ export function renderMapfile(input: MapfileInput): string {
   // SLD (by URL and SLD_BODY) is what draws the dataset's styles, and only the gateway sends one:
   // a map without styles has it switched off altogether.
   const sldEnabled = [...input.stylesByLayer.values()].some((names) => names.length > 0) ? 'true' : 'false';
+  const { service, contact } = input;
+  const contactLines = [
+    contact.organization ? `"ows_contactorganization" ${quote(contact.organization)}` : null,
+    contact.email ? `"ows_contactelectronicmailaddress" ${quote(contact.email)}` : null,
+  ].filter((line) => line !== null).map((line) => `\n      ${line}`).join('');
   return `MAP
   NAME ${quote(input.alias)}
-  EXTENT -180 -90 180 90
+  EXTENT ${WORLD.join(' ')}
   UNITS DD
   SIZE 256 256
   MAXSIZE ${Math.trunc(input.maxImageSize)}
@@ -66,11 +117,22 @@ export function renderMapfile(input: MapfileInput): string {
     MIMETYPE "application/json"
     FORMATOPTION "STORAGE=stream"
     FORMATOPTION "FORM=SIMPLE"
+    FORMATOPTION "LCO:ID_FIELD=fid"
+    FORMATOPTION "LCO:ID_TYPE=Integer"
   END
   WEB
     METADATA
-      "ows_title" ${quote(input.title)}
+      "ows_title" ${quote(service.title)}
+      "wms_extent" "${mapExtent(input).join(' ')}"
+      "ows_abstract" ${quote(service.abstract ?? service.title)}
+      "ows_keywordlist" ${quote(keywordList(service.keywords))}
+      "wms_rootlayer_name" ${quote(input.collections.some((collection) => collection.name === input.slug) ? '' : input.slug)}
+      "wms_rootlayer_title" ${quote(service.title)}
+      "wms_rootlayer_abstract" ${quote(service.abstract ?? service.title)}
+      "ows_fees" "none"
+      "ows_accessconstraints" "none"${contactLines}
       "ows_onlineresource" ${quote(onlineResource)}
+      "ows_service_onlineresource" ${quote(input.publicBase)}
       "ows_srs" ${quote(OFFERED_SRS.join(' '))}
       "wms_enable_request" "${WMS_REQUESTS}"
       "wfs_enable_request" "${WFS_REQUESTS}"
@@ -79,6 +141,7 @@ export function renderMapfile(input: MapfileInput): string {
       "wfs_namespace_prefix" ${quote(input.slug)}
       "wfs_namespace_uri" ${quote(input.publicBase)}
       "wfs_getfeature_formatlist" "geojson"
+      "wfs_return_srs_as_urn" "true"
       "wms_getfeatureinfo_formatlist" "application/json,text/html,text/plain"
       "wms_feature_info_mime_type" "text/html"
     END
@@ -111,8 +174,16 @@ export const withoutPlaceholder = (document: string) =>
 function renderLayer(input: MapfileInput, collection: CollectionDef): string {
   const styles = input.stylesByLayer.get(collection.name) ?? [];
   const table = `"${input.schema}"."${collection.name}"`;
-  // World extent for WGS 84 spares MapServer a full-table ST_Extent on every capabilities request.
-  const extent = collection.srid === 4326 ? '\n      "ows_extent" "-180 -90 180 90"' : '';
+  // The data's extent is what WMS capabilities advertise (WFS capabilities get it from the gateway,
+  // xml-answers.ts). It may lag the data (OwsServer.mapFor refreshes it at most every
+  // OWS_EXTENT_REFRESH_MS), so queries never use it: MapServer 8.0 cuts a WFS GetFeature without
+  // BBOX to the layer's WFS extent and a filtered one to the map's EXTENT, both the world here
+  // (WGS 84; another SRID has no WFS extent, and MapServer asks PostGIS for the table's).
+  const known = input.extents.get(collection.name);
+  const wmsExtent = known ? known.native : collection.srid === 4326 ? WORLD : null;
+  const extent = (wmsExtent ? `\n      "wms_extent" "${wmsExtent.join(' ')}"` : '') + (collection.srid === 4326 ? `\n      "wfs_extent" "${WORLD.join(' ')}"` : '');
+  const gmlType = (type: AttributeType) => (type === 'boolean' && input.booleansAsText ? 'Character' : GML_TYPES[type]);
+  const attributes = Object.entries(collection.properties).map(([name, type]) => `\n      "gml_${name}_type" "${gmlType(type)}"`).join('');
   return `  LAYER
     NAME ${quote(collection.name)}
     TYPE ${LAYER_TYPES[collection.geometryType]}
@@ -128,10 +199,15 @@ function renderLayer(input: MapfileInput, collection: CollectionDef): string {
     TOLERANCE 5
     TOLERANCEUNITS PIXELS
     METADATA
-      "ows_title" ${quote(collection.title ?? collection.name)}${extent}
+      "ows_title" ${quote(collection.title ?? collection.name)}
+      "ows_abstract" ${quote(collection.title ?? collection.name)}
+      "ows_keywordlist" ${quote(keywordList([collection.name, collection.geometryType]))}${extent}
       "gml_include_items" "all"
+      "wfs_use_default_extent_for_getfeature" "false"
       "gml_featureid" "fid"
-      "gml_types" "auto"
+      "gml_fid_type" "Long"${attributes}
+      "gml_geometries" "geom"
+      "gml_geom_type" "${GML_GEOMETRY_TYPES[collection.geometryType]}"
       "wms_include_items" "all"
     END
 ${styles.length > 0 ? `    CLASSGROUP ${quote(styles[0]!)}\n${styles.map((style) => renderClass(collection.geometryType, style, style)).join('')}` : renderClass(collection.geometryType, collection.name, null)}  END

@@ -25,7 +25,7 @@ export interface OwsMessage {
 /** A request the gateway can send to MapServer, or the exception report it answers instead. */
 export type OwsPlan =
   | { kind: 'kvp'; service: OwsService; request: string; version: string | undefined; params: KvpPair[] }
-  | { kind: 'xml'; service: 'WFS'; request: string; body: Buffer }
+  | { kind: 'xml'; service: 'WFS'; request: string; version: string | undefined; body: Buffer }
   | { kind: 'refused'; service: OwsService | null; code: string; locator?: string; text: string; write: boolean };
 
 /** MapServer's test for a form is a prefix match (strncmp); so is ours, or the two could read one body differently. */
@@ -101,10 +101,12 @@ function planXml(body: Buffer | undefined): OwsPlan {
   if (!body || body.length === 0) return refused(null, 'MissingParameterValue', undefined, 'A POSTed OGC request needs an XML document or a form as its body', false);
   let root: string;
   let service: string | undefined;
+  let version: string | undefined;
   try {
     const document = readXmlRequest(body);
     root = document.root;
     service = document.attributes['service'];
+    version = document.attributes['version']?.trim();
   } catch (error) {
     if (!(error instanceof XmlRequestError)) throw error;
     return refused(null, 'InvalidParameterValue', undefined, error.message, true);
@@ -114,7 +116,7 @@ function planXml(body: Buffer | undefined): OwsPlan {
     return refused(null, 'InvalidParameterValue', 'service', `XML requests are served for WFS only (service="WFS" on the root element); ${root} with service="${service ?? ''}" is not`, write);
   }
   if (!XML_READS.has(root) && !write) return refused('WFS', 'OperationNotSupported', 'request', `${root} is not served as an XML request`, false);
-  return { kind: 'xml', service: 'WFS', request: root.toLowerCase(), body };
+  return { kind: 'xml', service: 'WFS', request: root.toLowerCase(), version, body };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Database } from '../db/client.js';
-import { listCollections } from './collections.repo.js';
+import { collectionExtents, listCollections } from './collections.repo.js';
 import { MapDirectory } from './map-directory.js';
 import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, TEMPLATE_HEADER, withoutPlaceholder } from './mapfile.js';
 import { locateMapServer, MapServerBusyError, MapServerPool, MapServerQueueTimeoutError, MapServerTimeoutError } from './mapserver-pool.js';
@@ -9,6 +9,8 @@ import { datasetStyles, type DatasetStyles, type StoredStyle } from './sld-style
 import { checkBodySize, checkImageSize, mapServerQuery, planOwsRequest, type OwsMessage, type OwsPlan } from './ows-request.js';
 import { libpqEnvironmentOf } from './libpq-environment.js';
 import { isExceptionReport, refusal, rewriteExceptionReport, rewriteMessagePage } from './exception-report.js';
+import { rewriteXmlAnswer, type XmlAnswerContext } from './xml-answers.js';
+import { rewriteJsonFeatures } from './json-answers.js';
 
 /** The part of a payload route the OWS server needs. */
 export interface OwsRoute {
@@ -41,9 +43,16 @@ export interface OwsServerDeps {
   postgis: boolean;
   /** The PostgreSQL server MapServer reads the collections from (null: PGlite, no OWS). */
   databaseUrl: string | null;
-  settings: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number };
+  settings: {
+    workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number;
+    contact: { organization: string | null; email: string | null };
+    /** How old a map's layer extents may grow before a GetCapabilities request computes them again. */
+    extentRefreshMs: number;
+  };
   /** The dataset's SLD styles (supplied by the datasets module through runtime.ts). */
   stylesOf(datasetId: string): Promise<StoredStyle[]>;
+  /** The dataset's name and description, and the named API's name: the capabilities' title, abstract and keywords (runtime.ts). */
+  describe(datasetId: string, slug: string): Promise<{ name: string; description: string | null; apiName: string | null } | undefined>;
 }
 
 /** 503 with Retry-After for a request that waited its caller's queue timeout, or found the queue full. */
@@ -74,7 +83,7 @@ export class OwsServer {
   private reloading: Promise<unknown> = Promise.resolve();
   private directory: MapDirectory | null = null;
   private generation = 0;
-  private readonly maps = new Map<string, { generation: number; ready: Promise<PublishedMap> }>();
+  private readonly maps = new Map<string, { generation: number; writtenAt: number; ready: Promise<PublishedMap> }>();
   /** Why OGC requests cannot be served here (null: they can, once started). */
   readonly unavailableReason: string | null;
   private readonly binaries = locateMapServer();
@@ -162,7 +171,7 @@ export class OwsServer {
   /** The published routes after a route table reload: maps of routes that are gone are removed. */
   routesChanged(live: OwsRoute[]): void {
     this.invalidate();
-    const liveAliases = new Set(live.map(aliasOf));
+    const liveAliases = new Set(live.flatMap((route) => [aliasOf(route), jsonAliasOf(aliasOf(route))]));
     for (const alias of this.directory?.registered() ?? []) {
       if (liveAliases.has(alias)) continue;
       this.maps.delete(alias);
@@ -181,8 +190,8 @@ export class OwsServer {
       this.log.error({ err: { message: error.message } }, 'ows: MapServer did not start');
       throw new AppError('SERVICE_UNAVAILABLE', 'MapServer did not start; see the data API log');
     });
-    const { alias, styles, empty, server } = await this.mapFor(request.route);
-    const query = mapServerQuery(plan, alias, styles);
+    const { alias, jsonAlias, styles, empty, server, booleans, extents } = await this.mapFor(request.route, plan.request === 'getcapabilities');
+    const query = mapServerQuery(plan, asksForJson(plan) ? jsonAlias : alias, styles);
     // A POSTed form is a GET in disguise; an XML body (checked by planOwsRequest) goes to MapServer as it came.
     const xmlBody = plan.kind === 'xml' ? plan.body : undefined;
     // Only what the gateway sets: no HTTP_* variable (MapServer would read HTTP_COOKIE as parameters).
@@ -211,7 +220,7 @@ export class OwsServer {
       throw new AppError('UPSTREAM_UNAVAILABLE', 'MapServer failed on this request');
     }
     if (empty && isXml(response) && response.body.includes(PLACEHOLDER_NAME)) response = { ...response, body: Buffer.from(withoutPlaceholder(response.body.toString('utf8'))) };
-    return headless(this.answerOf(response, plan), request.method === 'HEAD');
+    return headless(this.answerOf(response, plan, { booleans, extents }), request.method === 'HEAD');
   }
 
   /**
@@ -220,7 +229,7 @@ export class OwsServer {
    * 503), its HTML message page and any other text where a map, a document or features were due
    * become the gateway's exception report, and the version banner it puts in XML documents is cut.
    */
-  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>): OwsAnswer {
+  private answerOf(response: CgiResponse, plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>, features: Pick<XmlAnswerContext, 'extents'> & { booleans: readonly string[] }): OwsAnswer {
     const contentType = response.headers['content-type'] ?? '';
     if (isXml(response) && isExceptionReport(response.body)) {
       const text = response.body.toString('utf8');
@@ -237,9 +246,13 @@ export class OwsServer {
       this.log.warn({ status: response.status, contentType, mapserver: response.body.subarray(0, 500).toString('utf8') }, 'ows: MapServer answered an error page');
       return rewriteMessagePage(response.body, plan.service);
     }
+    // Cache-Control is the gateway's to decide (it knows whether the dataset is open data).
     const headers: Record<string, string> = { 'content-type': contentType };
-    for (const name of ['content-disposition', 'cache-control']) if (response.headers[name]) headers[name] = response.headers[name]!;
-    return { status: 200, headers, body: isXml(response) ? withoutBanner(response.body) : response.body };
+    if (response.headers['content-disposition']) headers['content-disposition'] = response.headers['content-disposition'];
+    const body = isXml(response)
+      ? rewriteXmlAnswer(response.body, { service: plan.service, request: plan.request, version: plan.version, extents: features.extents })
+      : /json/i.test(contentType) ? rewriteJsonFeatures(response.body, features.booleans) : response.body;
+    return { status: 200, headers, body };
   }
 
   /** New aliases reach MapServer with fresh workers; reloads run one after another, never two at once. */
@@ -249,36 +262,74 @@ export class OwsServer {
     return reload;
   }
 
-  /** The route's map, its mapfile written for the current generation. */
-  private mapFor(route: OwsRoute): Promise<PublishedMap> {
+  /**
+   * The route's map, its mapfile written for the current generation. Feature writes do not rewrite
+   * it: a GetCapabilities request rewrites a map written more than `extentRefreshMs` ago, so that
+   * its layer extents follow the data at the cost of one ST_Extent per collection at most that often.
+   */
+  private mapFor(route: OwsRoute, capabilities: boolean): Promise<PublishedMap> {
     const alias = aliasOf(route);
     const cached = this.maps.get(alias);
-    if (cached && cached.generation === this.generation) return cached.ready;
-    const ready = this.writeMap(route, alias);
-    this.maps.set(alias, { generation: this.generation, ready });
+    const fresh = !capabilities || Date.now() - (cached?.writtenAt ?? 0) < this.deps.settings.extentRefreshMs;
+    if (cached && cached.generation === this.generation && fresh) return cached.ready;
+    const ready = (cached?.ready ?? Promise.resolve()).catch(() => undefined).then(() => this.writeMap(route, alias));
+    this.maps.set(alias, { generation: this.generation, writtenAt: Date.now(), ready });
     ready.catch(() => { if (this.maps.get(alias)?.ready === ready) this.maps.delete(alias); });
     return ready;
   }
 
   private async writeMap(route: OwsRoute, alias: string): Promise<PublishedMap> {
-    const [collections, stored] = await Promise.all([listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId)]);
+    const [collections, stored, dataset] = await Promise.all([
+      listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId), this.deps.describe(route.datasetId, route.slug),
+    ]);
+    const extents = await collectionExtents(this.deps.db, route.schema, collections);
     const styles = datasetStyles(stored);
+    const title = dataset?.name ?? route.slug;
+    const keywords = [title, ...(dataset?.apiName ? [dataset.apiName] : []), ...collections.map((collection) => collection.title ?? collection.name)];
     const templates: Record<string, string> = { 'header.html': TEMPLATE_HEADER, 'footer.html': TEMPLATE_FOOTER };
     for (const collection of collections) templates[`${collection.name}.html`] = renderLayerTemplate(collection);
-    const mapfile = renderMapfile({
-      alias, slug: route.slug, title: route.slug, publicBase: route.publicBase, schema: route.schema, collections,
+    const input = {
+      alias, slug: route.slug, publicBase: route.publicBase, schema: route.schema, collections, extents,
+      service: { title, abstract: dataset?.description || null, keywords }, contact: this.deps.settings.contact,
       stylesByLayer: styles.namesByLayer, maxImageSize: this.deps.settings.maxImageSize,
-      templates: { header: 'header.html', footer: 'footer.html', layer: (name) => `${name}.html` },
-    });
-    if (await this.directory!.write(alias, mapfile, templates)) await this.reloadWorkers();
+      templates: { header: 'header.html', footer: 'footer.html', layer: (name: string) => `${name}.html` },
+    };
+    const booleans = [...new Set(collections.flatMap((collection) => Object.keys(collection.properties).filter((name) => collection.properties[name] === 'boolean')))];
+    // GeoJSON answers come from a twin map with boolean attributes as text (mapfile.ts), when there are any.
+    const jsonAlias = booleans.length > 0 ? jsonAliasOf(alias) : alias;
+    const added = await this.directory!.write(alias, renderMapfile(input), templates);
+    const jsonAdded = jsonAlias !== alias && await this.directory!.write(jsonAlias, renderMapfile({ ...input, alias: jsonAlias, booleansAsText: true }), templates);
+    if (added || jsonAdded) await this.reloadWorkers();
     const publicBase = new URL(route.publicBase);
     const server = { SCRIPT_NAME: publicBase.pathname, SERVER_NAME: publicBase.hostname, SERVER_PORT: publicBase.port || (publicBase.protocol === 'https:' ? '443' : '80') };
-    return { alias, styles, empty: collections.length === 0, server };
+    const wgs84 = new Map([...extents].map(([name, extent]) => [name, extent?.wgs84 ?? null] as const));
+    return { alias, jsonAlias, styles, empty: collections.length === 0, server, booleans, extents: wgs84 };
   }
 }
 
 /** A map as written: its alias, and the styles its layers are drawn with (they change only while a dataset is DRAFT). */
-interface PublishedMap { alias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string> }
+interface PublishedMap {
+  alias: string;
+  /** The map GeoJSON answers are drawn from (the alias itself when no attribute is boolean). */
+  jsonAlias: string; styles: DatasetStyles; empty: boolean; server: Record<'SCRIPT_NAME' | 'SERVER_NAME' | 'SERVER_PORT', string>;
+  /** The names of boolean attributes in any collection (GeoJSON answers turn their text into JSON booleans). */
+  booleans: string[];
+  /** Each collection's WGS 84 extent when the map was written (WFS capabilities advertise it). */
+  extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
+}
+
+/** The alias of a map's GeoJSON twin (booleans as text, see mapfile.ts). */
+const jsonAliasOf = (alias: string) => `${alias}_json`;
+
+/**
+ * Whether MapServer answers this request in GeoJSON: a GetFeature (or GetPropertyValue) with a
+ * JSON OUTPUTFORMAT, a GetFeatureInfo with a JSON INFO_FORMAT, an XML GetFeature asking for JSON.
+ */
+function asksForJson(plan: Extract<OwsPlan, { kind: 'kvp' | 'xml' }>): boolean {
+  if (plan.kind === 'xml') return /\boutputFormat\s*=\s*["'][^"']*json/i.test(plan.body.subarray(0, 4096).toString('utf8'));
+  const key = plan.request === 'getfeatureinfo' ? 'info_format' : 'outputformat';
+  return /json/i.test(plan.params.find((pair) => pair.name.toLowerCase() === key)?.value ?? '');
+}
 
 /** A map's alias: unique per dataset and slug, and a plain word for the config file. */
 export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${route.datasetId.replaceAll('-', '')}_${route.slug.replaceAll('-', '_')}`;
@@ -286,11 +337,3 @@ export const aliasOf = (route: Pick<OwsRoute, 'datasetId' | 'slug'>) => `ds_${ro
 const isXml = (response: CgiResponse) => /xml/i.test(response.headers['content-type'] ?? '');
 
 const headless = (answer: OwsAnswer, head: boolean): OwsAnswer => (head ? { ...answer, body: Buffer.alloc(0) } : answer);
-
-/** MapServer heads its XML documents with a comment naming its version and build options: cut from the head. */
-function withoutBanner(body: Buffer): Buffer {
-  const at = body.subarray(0, 4096).indexOf('<!-- MapServer version');
-  if (at < 0) return body;
-  const end = body.indexOf('-->', at);
-  return end < 0 ? body : Buffer.concat([body.subarray(0, at), body.subarray(end + 3)]);
-}

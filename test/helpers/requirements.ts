@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
@@ -215,4 +216,15 @@ export function requirePodman(): string | null {
   if (absent.length > 0) return `${absent.join(', ')} not installed (Debian packages: podman runc netavark aardvark-dns iptables uidmap mmdebstrap)`;
   if (process.getuid?.() !== 0) return 'needs root: the image test runs rootful podman and mmdebstrap in root mode';
   return null;
+}
+
+/** Debian's Python (its python3-* packages live in its dist-packages, which another python3 on the PATH may not read). */
+export const DEBIAN_PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+
+/** A Python module of a Debian package (python3-owslib, python3-qgis) that Debian's python3 imports. */
+export function requirePythonModule(module: string, debianPackage: string): string | null {
+  const reason = `the Python module ${module} is not installed (Debian packages: ${debianPackage})`;
+  if (!/^[a-z][a-z0-9_.]*$/i.test(module)) throw new Error(`not a module name: ${module}`);
+  const probe = spawnSync(DEBIAN_PYTHON, ['-c', `import ${module}`], { stdio: 'ignore', timeout: 60_000, env: { ...process.env, QT_QPA_PLATFORM: 'offscreen' } });
+  return probe.status === 0 ? null : reason;
 }

@@ -117,6 +117,15 @@ export async function setNamedApis(db: Database, datasetId: string, apis: readon
 }
 
 /** The standards of a dataset's named APIs (what a release must provision), without duplicates. */
+/** What the OWS capabilities say of a dataset (its title, abstract and the named API's name), or undefined when gone. */
+export async function describeDatasetForOws(db: Database, datasetId: string, slug: string): Promise<{ name: string; description: string | null; apiName: string | null } | undefined> {
+  const row = await db.selectFrom('datasets as d')
+    .leftJoin('dataset_named_apis as n', (join) => join.onRef('n.dataset_id', '=', 'd.id').on('n.slug', '=', slug))
+    .select(['d.name', 'd.description', 'n.name as apiName'])
+    .where('d.id', '=', datasetId).executeTakeFirst();
+  return row ? { name: row.name, description: row.description ?? null, apiName: row.apiName ?? null } : undefined;
+}
+
 export async function namedApiStandardsOf(db: Database, datasetId: string): Promise<Array<'OWS' | 'STA'>> {
   const rows = await db.selectFrom('dataset_named_apis').select('standard').distinct().where('dataset_id', '=', datasetId).execute();
   return rows.map((row) => row.standard);

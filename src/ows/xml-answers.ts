@@ -1,0 +1,77 @@
+/**
+ * MapServer's XML documents as a client gets them:
+ * - MapServer heads them with a comment naming its version and build options, and puts warning
+ *   comments into capabilities (metadata it found missing): both are cut.
+ * - WFS 2.0.0 types date-time attributes `gml:TimeInstantType` and wraps their values in
+ *   `gml:timePosition`: they are plain `dateTime` values, as in WFS 1.1.0.
+ * - WFS capabilities advertise each feature type's extent from its data (the mapfile's WFS extent is
+ *   the world, for queries: see mapfile.ts).
+ * - DescribeFeatureType names XML Schema's types unprefixed (in the schema's default namespace):
+ *   they are written `xsd:long`, `xsd:boolean`, … (the document binds `xsd` to the same namespace).
+ */
+
+/** Comments are only looked for in the head of big documents (feature collections): MapServer writes them there. */
+const HEAD_BYTES = 64 * 1024;
+
+export interface XmlAnswerContext {
+  service: 'WFS' | 'WMS';
+  /** The request, lowercase (`getcapabilities`, `describefeaturetype`, `getfeature`, …). */
+  request: string;
+  version: string | undefined;
+  /** Each collection's WGS 84 extent as last computed (null while empty): what WFS capabilities advertise. */
+  extents: ReadonlyMap<string, readonly [number, number, number, number] | null>;
+}
+
+export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffer {
+  const small = body.length <= HEAD_BYTES;
+  const head = small ? body.toString('utf8') : body.subarray(0, HEAD_BYTES).toString('utf8');
+  // A multi-byte character cut at the head's end is left for the tail to carry, untouched.
+  const cut = small ? head.length : head.lastIndexOf('>') + 1;
+  const tail = small ? '' : body.subarray(Buffer.byteLength(head.slice(0, cut))).toString('utf8');
+  let text = withoutComments(head.slice(0, cut)) + tail;
+  if (context.service === 'WFS' && isWfs2(context.version)) text = plainDateTimes(text, context.request);
+  if (context.service === 'WFS' && context.request === 'describefeaturetype') text = prefixedSchemaTypes(text);
+  if (context.service === 'WFS' && context.request === 'getcapabilities') text = dataExtents(text, context.extents);
+  return Buffer.from(text, 'utf8');
+}
+
+/** The requests whose answers hold attribute values. */
+const FEATURE_ANSWERS = new Set(['getfeature', 'getpropertyvalue']);
+
+const isWfs2 = (version: string | undefined) => version === undefined || version.startsWith('2');
+
+/**
+ * WFS 2.0.0: `type="gml:TimeInstantType"` in a feature type's schema becomes XML Schema's
+ * `dateTime`, and in features a value `<x gml:id="…"><gml:timePosition>v</gml:timePosition></x>`
+ * becomes `<x>v</x>`, as in WFS 1.1.0: GIS clients then read a date-time field, not an object.
+ */
+function plainDateTimes(text: string, request: string): string {
+  if (request === 'describefeaturetype') return text.replaceAll('type="gml:TimeInstantType"', 'type="dateTime"');
+  if (!FEATURE_ANSWERS.has(request) || !text.includes('<gml:timePosition>')) return text;
+  return text.replace(/(<[A-Za-z_][\w.-]*:[A-Za-z_][\w.-]*)\s+gml:id="[^"]*"\s*>\s*<gml:timePosition>([^<]*)<\/gml:timePosition>\s*(<\/)/g, '$1>$2$3');
+}
+
+function dataExtents(text: string, extents: XmlAnswerContext['extents']): string {
+  return text.replace(/<FeatureType\b[\s\S]*?<\/FeatureType>/g, (block) => {
+    const name = /<Name>(?:[^<:]*:)?([^<]*)<\/Name>/.exec(block)?.[1];
+    const box = name === undefined ? undefined : extents.get(name);
+    if (!box) return block;
+    const [minx, miny, maxx, maxy] = box.map((value) => value.toFixed(6));
+    return block
+      .replace(/<LatLongBoundingBox\b[^>]*\/>/, `<LatLongBoundingBox minx="${minx}" miny="${miny}" maxx="${maxx}" maxy="${maxy}" />`)
+      .replace(/<ows:LowerCorner>[^<]*<\/ows:LowerCorner>/, `<ows:LowerCorner>${minx} ${miny}</ows:LowerCorner>`)
+      .replace(/<ows:UpperCorner>[^<]*<\/ows:UpperCorner>/, `<ows:UpperCorner>${maxx} ${maxy}</ows:UpperCorner>`);
+  });
+}
+
+/** MapServer's own comments: its version banner and its warnings. */
+function withoutComments(text: string): string {
+  return text.replace(/[ \t]*<!--\s*(?:MapServer version|WARNING|end of DOCTYPE)[\s\S]*?-->[ \t]*(?:\r?\n)?/g, '');
+}
+
+const XSD_TYPES = /(<element\b[^>]*\btype=")(string|long|integer|int|double|boolean|dateTime|date|time)"/g;
+
+function prefixedSchemaTypes(text: string): string {
+  if (!text.includes('xmlns:xsd="http://www.w3.org/2001/XMLSchema"')) return text;
+  return text.replace(XSD_TYPES, '$1xsd:$2"');
+}
