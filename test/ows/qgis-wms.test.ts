@@ -11,15 +11,21 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { freePort } from '../faults/harness.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { missing, requireMapServer, requirePostgis } from '../helpers/requirements.js';
+import { bearer } from '../helpers/factories.js';
 import { isRed, squareStyle, TREES } from './ows-helpers.js';
 
 const run = promisify(execFile);
 const DRAW_WMS = fileURLToPath(new URL('./clients/qgis-draw-wms.py', import.meta.url));
 const skip = missing(requireMapServer(), await requirePostgis());
 
+/**
+ * QGIS 3.22 (Debian's, headless) as the desktop GIS user runs it: its WMS provider can send only
+ * HTTP Basic credentials, so a protected layer is drawn with a personal access token as the password.
+ */
 describe('QGIS draws a WMS layer through the gateway (postgres, real MapServer, QGIS headless)', { skip }, () => {
   let t: TestApp;
   let open: PublishedDataset;
+  let closed: PublishedDataset;
   let dataApiUrl: string;
   let workDir: string;
   before(async () => {
@@ -28,19 +34,33 @@ describe('QGIS draws a WMS layer through the gateway (postgres, real MapServer, 
     t = await buildTestApp('postgres', { DATA_API_URL: dataApiUrl });
     await (await t.dataApi()).listen({ host: '127.0.0.1', port });
     workDir = await mkdtemp(path.join(tmpdir(), 'qgis-'));
-    open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true, styles: [{ name: 'red', sldContent: squareStyle('trees', '#ff0000', 16) }] });
-    assert.equal((await open.request('POST', '/collections', { name: 'trees', geometryType: 'Point', properties: { name: 'string' } })).statusCode, 201);
-    assert.equal((await open.request('POST', '/collections/trees/items', { type: 'FeatureCollection', features: TREES.map((f) => ({ ...f, properties: { name: f.properties.name } })) })).statusCode, 201);
+    const styles = [{ name: 'red', sldContent: squareStyle('trees', '#ff0000', 16) }];
+    open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true, styles });
+    closed = await publishDataset(t, { standard: 'OWS', slug: 'closed', styles });
+    for (const dataset of [open, closed]) {
+      assert.equal((await dataset.request('POST', '/collections', { name: 'trees', geometryType: 'Point', properties: { name: 'string' } })).statusCode, 201);
+      assert.equal((await dataset.request('POST', '/collections/trees/items', { type: 'FeatureCollection', features: TREES.map((f) => ({ ...f, properties: { name: f.properties.name } })) })).statusCode, 201);
+    }
   });
+
+  async function personalAccessToken(payload: Record<string, unknown> = {}): Promise<{ id: string; token: string }> {
+    const created = await t.app.inject({ method: 'POST', url: '/v1/users/me/tokens', headers: bearer(t.adminToken), payload: { name: 'QGIS', ...payload } });
+    assert.equal(created.statusCode, 201, created.body);
+    return created.json();
+  }
   after(async () => {
     await t?.close();
     if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
-  async function draw(dataset: PublishedDataset, credentials: [string, string] | []) {
+  /**
+   * One QGIS run drawing `dataset`'s trees. `profile` is the QGIS home: runs that share one share
+   * QGIS's disk cache of network answers, as one desktop user's QGIS does from session to session.
+   */
+  async function draw(dataset: PublishedDataset, credentials: [string, string] | [], profile: string) {
     const output = path.join(workDir, `${dataset.slug}-${Date.now()}.png`);
     const { stdout } = await run('/usr/bin/python3', [DRAW_WMS, `${dataApiUrl}${dataset.base}`, 'trees', '8.5,50,8.8,50.3', output, ...credentials], {
-      env: { PATH: process.env.PATH, HOME: workDir, QT_QPA_PLATFORM: 'offscreen', XDG_RUNTIME_DIR: workDir },
+      env: { PATH: process.env.PATH, HOME: profile, QT_QPA_PLATFORM: 'offscreen', XDG_RUNTIME_DIR: profile },
       maxBuffer: 8 * 1024 * 1024, timeout: 120_000,
     });
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!);
@@ -53,8 +73,35 @@ describe('QGIS draws a WMS layer through the gateway (postgres, real MapServer, 
   }
 
   test('an open layer is drawn anonymously', async () => {
-    const drawn = await draw(open, []);
+    const drawn = await draw(open, [], await mkdtemp(path.join(workDir, 'profile-')));
     assert.equal(drawn.valid, true, drawn.error);
     assert.ok(drawn.red > 100, JSON.stringify(drawn));
+  });
+
+  test('a protected layer is drawn with a personal access token as the Basic password, and not without one', async () => {
+    const pat = await personalAccessToken();
+    // One profile throughout: QGIS's disk cache must not serve the protected answers to the later
+    // runs without a valid token (the contract's caching rule: private, no-store).
+    const profile = await mkdtemp(path.join(workDir, 'profile-'));
+    const drawn = await draw(closed, ['qgis-user', pat.token], profile);
+    assert.equal(drawn.valid, true, drawn.error);
+    assert.ok(drawn.red > 100, JSON.stringify(drawn));
+
+    const anonymous = await draw(closed, [], profile);
+    assert.equal(anonymous.valid, false, 'QGIS must not load the protected layer without credentials');
+    assert.equal(anonymous.red, 0);
+
+    // Deleted: the same connection settings load nothing any more.
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/v1/users/me/tokens/${pat.id}`, headers: bearer(t.adminToken) });
+    assert.equal(deleted.statusCode, 204);
+    const afterDeletion = await draw(closed, ['qgis-user', pat.token], profile);
+    assert.equal(afterDeletion.valid, false, 'a deleted token must not load the layer');
+  });
+
+  test('a token narrowed to another dataset does not load the layer', async () => {
+    const pat = await personalAccessToken({ datasetIds: [open.datasetId] });
+    const drawn = await draw(closed, ['qgis-user', pat.token], await mkdtemp(path.join(workDir, 'profile-')));
+    assert.equal(drawn.valid, false);
+    assert.equal(drawn.red, 0);
   });
 });
