@@ -45,11 +45,15 @@ describe('GDAL reads the WFS through the gateway (postgres, real MapServer)', { 
     if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
-  /** A GDAL command with the token as a bearer header (or none), never reading a local GDAL config. */
-  const gdal = (command: string, args: string[], token: string | null) => run(command, args, {
+  /**
+   * A GDAL command with the token as a bearer header (or none; `basicPassword`: HTTP Basic with it as
+   * the password, as for a personal access token), never reading a local GDAL config.
+   */
+  const gdal = (command: string, args: string[], token: string | null, basicPassword?: string) => run(command, args, {
     env: {
       PATH: process.env.PATH, HOME: workDir, GDAL_HTTP_TIMEOUT: '30', CPL_DEBUG: 'OFF',
       ...(token ? { GDAL_HTTP_HEADERS: `Authorization: Bearer ${token}` } : {}),
+      ...(basicPassword ? { GDAL_HTTP_AUTH: 'BASIC', GDAL_HTTP_USERPWD: `gdal:${basicPassword}` } : {}),
     },
     maxBuffer: 32 * 1024 * 1024,
   });
@@ -76,6 +80,13 @@ describe('GDAL reads the WFS through the gateway (postgres, real MapServer)', { 
       assert.equal(lamp7.properties.watts, 7);
       assert.deepEqual(lamp7.geometry.coordinates.map((c: number) => Math.round(c * 100) / 100), [8.07, 50]);
     }
+  });
+
+  test('ogrinfo with a personal access token as the Basic password reads the closed dataset', async () => {
+    const created = await t.app.inject({ method: 'POST', url: '/v1/users/me/tokens', headers: { authorization: `Bearer ${t.adminToken}` }, payload: { name: 'GDAL', datasetIds: [closed.datasetId] } });
+    assert.equal(created.statusCode, 201, created.body);
+    const { stdout } = await gdal('ogrinfo', ['-ro', '-so', '-al', wfsSource(closed)], null, created.json().token);
+    assert.match(stdout, new RegExp(`Feature Count: ${FEATURES}\\b`));
   });
 
   test('without a token GDAL cannot open the closed dataset', async () => {
