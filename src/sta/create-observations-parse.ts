@@ -12,10 +12,14 @@ import { parseEntity, type BoundValue } from './validate.js';
 const FOI_COMPONENT = 'FeatureOfInterest/id';
 const REQUIRED_COMPONENTS = ['phenomenonTime', 'result'];
 const PROPERTY_COMPONENTS = ['phenomenonTime', 'result', 'resultTime', 'resultQuality', 'validTime', 'parameters'];
-const GROUP_FIELDS = new Set(['Datastream', 'components', 'dataArray', 'dataArray@iot.count']);
+const GROUP_FIELDS = new Set(['Datastream', 'MultiDatastream', 'components', 'dataArray', 'dataArray@iot.count']);
 
 export interface ObservationGroup {
+  /** The id of the group's Datastream, or of its MultiDatastream when `multi`. */
   datastreamId: number;
+  multi: boolean;
+  /** The index of `result` in its components (an error about a MultiDatastream's result names it). */
+  resultComponent: number;
   /** Where the group is in the body: `[0]`. */
   field: string;
   /** Its rows in the columns: `[start, end)`. */
@@ -28,7 +32,9 @@ export interface ObservationGroup {
 /** One entry per row in every array; null where the row has no value. */
 export interface ObservationColumns {
   groups: ObservationGroup[];
-  datastream: number[];
+  /** Each row's Datastream, or null where it is a MultiDatastream's (then in `multiDatastream`). */
+  datastream: (number | null)[];
+  multiDatastream: (number | null)[];
   /** null: derive it from the Datastream's Thing's Location. */
   featureOfInterest: (number | null)[];
   phenomenonStart: string[];
@@ -64,7 +70,7 @@ export function parseDataArrays(body: unknown): ObservationColumns {
     throw validationFailed('body', 'must be a non-empty array of {"Datastream", "components", "dataArray"}');
   }
   const columns: ObservationColumns = {
-    groups: [], datastream: [], featureOfInterest: [], phenomenonStart: [], phenomenonEnd: [], resultTime: [],
+    groups: [], datastream: [], multiDatastream: [], featureOfInterest: [], phenomenonStart: [], phenomenonEnd: [], resultTime: [],
     result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
     featureOfInterestField(row) {
       const group = this.groups.find((g) => row >= g.start && row < g.end)!;
@@ -92,8 +98,12 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   if (!isObject(raw)) throw validationFailed(field, 'must be an object with Datastream, components and dataArray');
   const unknown = Object.keys(raw).find((key) => !GROUP_FIELDS.has(key));
   if (unknown !== undefined) throw validationFailed(`${field}.${unknown}`, 'is not served here; give Datastream, components and dataArray');
-  const datastreamId = isObject(raw['Datastream']) ? idValue(raw['Datastream']['@iot.id']) : undefined;
-  if (datastreamId === undefined) throw validationFailed(`${field}.Datastream`, 'must be {"@iot.id": <a positive integer>}');
+  // A group names a Datastream or a MultiDatastream (the MultiDatastream extension), not both.
+  const multi = raw['MultiDatastream'] !== undefined;
+  if (multi && raw['Datastream'] !== undefined) throw validationFailed(`${field}.Datastream`, 'a group names a Datastream or a MultiDatastream, not both');
+  const stream = multi ? 'MultiDatastream' : 'Datastream';
+  const datastreamId = isObject(raw[stream]) ? idValue(raw[stream]['@iot.id']) : undefined;
+  if (datastreamId === undefined) throw validationFailed(`${field}.${stream}`, 'must be {"@iot.id": <a positive integer>}');
   const components = parseComponents(raw['components'], `${field}.components`);
   const dataArray = raw['dataArray'];
   if (!Array.isArray(dataArray)) throw validationFailed(`${field}.dataArray`, 'must be an array of rows');
@@ -104,7 +114,11 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   const featureComponent = components.indexOf(FOI_COMPONENT);
   const start = columns.datastream.length;
   dataArray.forEach((row, r) => parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns));
-  columns.groups.push({ datastreamId, field, start, end: columns.datastream.length, featureComponent });
+  for (let r = start; r < columns.datastream.length; r++) {
+    if (multi) [columns.multiDatastream[r], columns.datastream[r]] = [columns.datastream[r]!, null];
+    else columns.multiDatastream[r] = null;
+  }
+  columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, start, end: columns.datastream.length, featureComponent });
 }
 
 function parseRow(row: unknown, field: string, components: string[], featureComponent: number, datastreamId: number, columns: ObservationColumns) {

@@ -6,7 +6,8 @@ import { tableOf, type SqlContext } from './resolver.js';
 import { selfLink } from './links.js';
 import { announceChanges, checkLinked, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
-import { parseDataArrays, type ObservationColumns } from './create-observations-parse.js';
+import { parseDataArrays, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
+import { misfitMessage, misfitResult } from './multi-datastream.js';
 import type { StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 
@@ -47,9 +48,9 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
   for (let start = 0; start < columns.datastream.length; start += CHUNK_ROWS) {
     const slice = <T>(values: T[]) => values.slice(start, start + CHUNK_ROWS);
     const { rows } = await sql<{ id: number | string }>`insert into ${table}
-      (datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
+      (datastream_id, multi_datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
        result, result_quality, valid_time_start, valid_time_end, parameters)
-      select * from unnest(${slice(columns.datastream)}::bigint[], ${slice(columns.featureOfInterest)}::bigint[],
+      select * from unnest(${slice(columns.datastream)}::bigint[], ${slice(columns.multiDatastream)}::bigint[], ${slice(columns.featureOfInterest)}::bigint[],
         ${slice(columns.phenomenonStart)}::timestamptz[], ${slice(columns.phenomenonEnd)}::timestamptz[],
         ${slice(columns.resultTime)}::timestamptz[], ${slice(columns.result)}::jsonb[], ${slice(columns.resultQuality)}::jsonb[],
         ${slice(columns.validStart)}::timestamptz[], ${slice(columns.validEnd)}::timestamptz[], ${slice(columns.parameters)}::jsonb[])
@@ -57,8 +58,18 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
     // RETURNING gives the rows in the order the select produced them, which is the order of the arrays.
     for (const row of rows) ids.push(Number(row.id));
   }
+  await checkMultiResults(w, columns, ids);
   for (const id of ids) w.changes.push({ schema: w.ctx.schema, entitySet: 'Observations', id, kind: 'create' });
   return ids;
+}
+
+/** The result of each row of a MultiDatastream has one value per ObservedProperty: else 400 naming the first that has not. */
+async function checkMultiResults(w: WriteContext, columns: ObservationColumns, ids: number[]) {
+  const misfit = await misfitResult(w, ids.filter((_, row) => columns.multiDatastream[row] !== null));
+  if (!misfit) return;
+  const row = ids.indexOf(misfit.id);
+  const group = columns.groups.find((g) => row >= g.start && row < g.end)!;
+  throw validationFailed(`${group.field}.dataArray[${row - group.start}][${group.resultComponent}]`, misfitMessage(misfit.expected));
 }
 
 /**
@@ -68,11 +79,13 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
  */
 async function resolveLinks(w: WriteContext, columns: ObservationColumns) {
   // Many groups may name the same Datastream (a client batching by time); each is looked up once.
-  const checked = new Set<number>();
+  const streamOf = (group: ObservationGroup) => (group.multi ? 'MultiDatastreams' : 'Datastreams');
+  const checked = new Set<string>();
   for (const group of columns.groups) {
-    if (checked.has(group.datastreamId)) continue;
-    await checkLinked(w, 'Datastreams', group.datastreamId, `${group.field}.Datastream`);
-    checked.add(group.datastreamId);
+    const key = `${streamOf(group)}(${group.datastreamId})`;
+    if (checked.has(key)) continue;
+    await checkLinked(w, streamOf(group), group.datastreamId, `${group.field}.${ENTITIES[streamOf(group)].singular}`);
+    checked.add(key);
   }
   const explicit = [...new Set(columns.featureOfInterest.filter((id): id is number => id !== null))];
   if (explicit.length > 0) {
@@ -84,14 +97,15 @@ async function resolveLinks(w: WriteContext, columns: ObservationColumns) {
       throw validationFailed(columns.featureOfInterestField(missing), `FeatureOfInterest with @iot.id ${columns.featureOfInterest[missing]} does not exist`);
     }
   }
-  const derived = new Map<number, number>();
+  const derived = new Map<string, number>();
   for (const group of columns.groups) {
+    const key = `${streamOf(group)}(${group.datastreamId})`;
     for (let row = group.start; row < group.end; row++) {
       if (columns.featureOfInterest[row] !== null) continue;
-      let id = derived.get(group.datastreamId);
+      let id = derived.get(key);
       if (id === undefined) {
-        id = await featureOfInterestFor(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`);
-        derived.set(group.datastreamId, id);
+        id = await featureOfInterestFor(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`, streamOf(group));
+        derived.set(key, id);
       }
       columns.featureOfInterest[row] = id;
     }

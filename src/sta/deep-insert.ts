@@ -6,6 +6,7 @@ import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
 import { setThingLocations } from './thing-locations.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
+import { checkMultiDatastream, checkObservationResult, checkOneStream } from './multi-datastream.js';
 
 /**
  * Creating an entity with everything nested in it (a Thing with its Locations and Datastreams,
@@ -41,9 +42,12 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
     const input = parsed.toOne.get(nav);
     let id: number | undefined = input ? await idOf(w, nav, input) : undefined;
     if (id === undefined && entity === ENTITIES.Observations && nav.name === 'FeatureOfInterest') {
-      // The model lists Datastream before FeatureOfInterest, so its id is known here.
+      // The model lists Datastream and MultiDatastream before FeatureOfInterest, so their ids are known here.
+      checkOneStream(linked, parsed.field);
       const datastreamId = linked.get('Datastream');
+      const multiId = linked.get('MultiDatastream');
       if (datastreamId !== undefined) id = await featureOfInterestFor(w, datastreamId, fieldOf(parsed, nav));
+      else if (multiId !== undefined) id = await featureOfInterestFor(w, multiId, fieldOf(parsed, nav), 'MultiDatastreams');
     }
     if (id === undefined) {
       if (nav.required) throw validationFailed(fieldOf(parsed, nav), 'is required');
@@ -52,9 +56,12 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
     linked.set(nav.name, id);
     assignments.push([nav.join.column, sql`${id}`]);
   }
+  if (entity === ENTITIES.Observations) checkOneStream(linked, parsed.field);
   const id = await insertRow(w, entity, assignments);
   recordChange(w, entity, id, 'create');
   await linkToMany(w, entity, id, parsed, false);
+  if (entity === ENTITIES.Observations) await checkObservationResult(w, id, parsed.field);
+  if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, parsed.field);
   return id;
 }
 

@@ -1,7 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import { AppError, validationFailed } from '../errors.js';
 import type { Database } from '../db/client.js';
-import type { EntityDef } from './model.js';
+import { ENTITIES, type EntityDef } from './model.js';
+import { beforeDelete, checkMultiDatastream, checkObservationResult, oneStreamAssignments } from './multi-datastream.js';
 import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
 import { createEntity, linkToMany } from './deep-insert.js';
 import { announceChanges, checkLinked, columnValues, recordChange, updateRow, type Change, type WriteContext } from './write-sql.js';
@@ -100,9 +101,12 @@ export async function updateAt(deps: WriteDeps, request: WriteRequest, target: T
       const linkedId = input.kind === 'ref' ? (await checkLinked(w, nav.target, input.id, input.field), input.id) : await createEntity(w, input.parsed);
       assignments.push([nav.join.column, sql`${linkedId}`]);
     }
+    oneStreamAssignments(entity, assignments);
     await updateRow(w, entity, id, assignments);
     recordChange(w, entity, id, 'update');
     await linkToMany(w, entity, id, parsed, true);
+    if (entity === ENTITIES.Observations) await checkObservationResult(w, id, '');
+    if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, '');
   });
   return answer(deps, request, entity, id, 200);
 }
@@ -112,6 +116,7 @@ export async function deleteAt(deps: WriteDeps, target: Target): Promise<StaResp
   const { entity, id } = target;
   await inTransaction(deps, async (w) => {
     // The foreign keys cascade as the standard says (a Thing takes its Datastreams along, ...).
+    await beforeDelete(w, entity, id);
     const { rows } = await sql`delete from ${tableOf(w.ctx, entity)} where id = ${id} returning id`.execute(w.trx);
     if (rows.length === 0) throw new AppError('NOT_FOUND', `${entity.singular} ${id} does not exist`);
     recordChange(w, entity, id, 'delete');
