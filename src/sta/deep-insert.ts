@@ -6,7 +6,7 @@ import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
 import { setThingLocations } from './thing-locations.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
-import { checkMultiDatastream, checkObservationResult, checkOneStream } from './multi-datastream.js';
+import { checkMultiDatastream, checkObservationResult, checkOneStream, refuseLinkFromObservedProperty } from './multi-datastream.js';
 
 /**
  * Creating an entity with everything nested in it (a Thing with its Locations and Datastreams,
@@ -70,6 +70,7 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
  * listed Locations a Thing's only current ones; a create only adds.
  */
 export async function linkToMany(w: WriteContext, entity: EntityDef, id: number, parsed: ParsedEntity, replace: boolean) {
+  refuseLinkFromObservedProperty(parsed);
   for (const nav of entity.navigations) {
     const inputs = parsed.toMany.get(nav);
     if (!inputs?.length) continue;

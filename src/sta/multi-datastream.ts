@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { validationFailed } from '../errors.js';
-import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, type EntityDef } from './model.js';
+import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, navigationOf, type EntityDef } from './model.js';
+import type { ParsedEntity } from './validate.js';
 import { tableOf } from './resolver.js';
 import type { WriteContext } from './write-sql.js';
 
@@ -11,6 +12,7 @@ import type { WriteContext } from './write-sql.js';
  *   ObservedProperties as `multiObservationDataTypes` and `unitOfMeasurements` have members;
  * - an Observation belongs to exactly one of a Datastream or a MultiDatastream, and the result of
  *   one of a MultiDatastream is an array with one value per ObservedProperty;
+ * - its ObservedProperties are linked from the MultiDatastream only;
  * - deleting an ObservedProperty deletes the MultiDatastreams it is part of (their arrays would no
  *   longer match what they declare).
  * Every fault is a 400 naming the field, and rolls the whole request back.
@@ -94,6 +96,19 @@ export const misfitMessage = (expected: number) =>
 export async function checkObservationResult(w: WriteContext, id: number, prefix: string): Promise<void> {
   const misfit = await misfitResult(w, [id]);
   if (misfit) throw validationFailed(fieldOf(prefix, 'result'), misfitMessage(misfit.expected));
+}
+
+/**
+ * A MultiDatastream's ObservedProperties are given on the MultiDatastream, in order; linking one
+ * from the ObservedProperty's side (its `MultiDatastreams`) would add a member the arrays do not
+ * have, so it is refused, as FROST-Server refuses it.
+ */
+export function refuseLinkFromObservedProperty(parsed: ParsedEntity): void {
+  if (parsed.entity !== ENTITIES.ObservedProperties) return;
+  const nav = navigationOf(parsed.entity, 'MultiDatastreams')!;
+  if (parsed.toMany.get(nav)?.length) {
+    throw validationFailed(fieldOf(parsed.field, 'MultiDatastreams'), 'cannot be linked from an ObservedProperty; list the ObservedProperties on the MultiDatastream');
+  }
 }
 
 /** Before an ObservedProperty is deleted: the MultiDatastreams it is part of go with it (FROST does the same). */

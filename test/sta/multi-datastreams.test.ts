@@ -102,8 +102,12 @@ for (const kind of databaseKinds()) {
       expectFieldError(await sta.request('POST', '/Things', thing('Deep bad', { MultiDatastreams: [multiDatastream('y', { ObservedProperties: [] })] })), 'MultiDatastreams[0].ObservedProperties');
       assert.equal(await count('/MultiDatastreams'), before + 1, 'only the one valid create of the lot');
       assert.equal(await count('/ObservedProperties'), properties + 2);
-      // An update that breaks the pairs is refused too.
-      const { multiId } = await station('Patched');
+      // An update that breaks the pairs is refused too, as is a link from the ObservedProperty's side.
+      const { multiId, multi } = await station('Patched');
+      const propertyId = multi.ObservedProperties[0]['@iot.id'];
+      expectFieldError(await sta.request('PATCH', `/ObservedProperties(${propertyId})`, { MultiDatastreams: [{ '@iot.id': multiId }] }), 'MultiDatastreams');
+      expectFieldError(await sta.request('POST', '/ObservedProperties', { ...observedProperty('z'), MultiDatastreams: [{ '@iot.id': multiId }] }), 'MultiDatastreams');
+      assert.equal(await count(`/MultiDatastreams(${multiId})/ObservedProperties`), 2);
       expectFieldError(await sta.request('PATCH', `/MultiDatastreams(${multiId})`, { unitOfMeasurements: [{ name: 'one' }] }), 'multiObservationDataTypes');
       const renamed = await sta.request('PATCH', `/MultiDatastreams(${multiId})`, { description: 'renamed' });
       assert.equal(renamed.statusCode, 200, renamed.body);
