@@ -180,6 +180,25 @@ for (const kind of databaseKinds()) {
       }]);
     });
 
+    test('$batch: a MultiDatastream and its Observation in one atomicity group; a misfit result rolls the group back', async () => {
+      const batch = async (requests: Json[]) => {
+        const response = await sta.request('POST', '/$batch', { requests });
+        assert.equal(response.statusCode, 200, response.body);
+        return new Map((response.json().responses as Json[]).map((r) => [r.id as string, r]));
+      };
+      const thingId = (await sta.request('POST', '/Things', thing('Batch', { Locations: [location('Batch site')] }))).json()['@iot.id'];
+      const group = (name: string, result: unknown) => [
+        { id: 'multi', atomicityGroup: 'g', method: 'post', url: `Things(${thingId})/MultiDatastreams`, body: multiDatastream(name) },
+        { id: 'obs', atomicityGroup: 'g', method: 'post', url: '$multi/Observations', body: { result } },
+      ];
+      const good = await batch(group('Batch wind', [1, 2]));
+      assert.equal(good.get('obs')!.status, 201, JSON.stringify(good.get('obs')));
+      assert.deepEqual(good.get('obs')!.body.result, [1, 2]);
+      const bad = await batch(group('Batch misfit', [1]));
+      assert.equal(bad.get('obs')!.status, 400, JSON.stringify(bad.get('obs')));
+      assert.deepEqual((await get(`/Things(${thingId})/MultiDatastreams?$select=name`)).value, [{ name: 'Batch wind' }]);
+    });
+
     test('deletes cascade as FROST-Server does: Observations with their MultiDatastream, MultiDatastreams with their Thing, Sensor or any ObservedProperty', async () => {
       const observation = { phenomenonTime: '2021-01-01T00:00:00Z', result: [1, 2] };
       const byMulti = await station('Del multi', { Observations: [observation] });
