@@ -114,6 +114,7 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   const featureComponent = components.indexOf(FOI_COMPONENT);
   const start = columns.datastream.length;
   dataArray.forEach((row, r) => parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns));
+  // parseRow files every row's stream under `datastream`; a MultiDatastream's rows move to their own column.
   for (let r = start; r < columns.datastream.length; r++) {
     if (multi) [columns.multiDatastream[r], columns.datastream[r]] = [columns.datastream[r]!, null];
     else columns.multiDatastream[r] = null;
