@@ -1,7 +1,7 @@
 /**
- * The eight entity types of SensorThings 1.1 and the MultiDatastream of its extension as one table: every other module (DDL, resolver,
- * serialization, writes) reads its columns, types and navigations from here, so that adding a
- * property is one line.
+ * The eight entity types of SensorThings 1.1, and the MultiDatastream of its extension, as one
+ * table: every other module (DDL, resolver, serialization, writes) reads its columns, types and
+ * navigations from here, so that adding a property is one line.
  */
 
 /**
