@@ -12,6 +12,7 @@ import { idempotency } from './http/idempotency.js';
 import { requestIdOf } from './http/request-id.js';
 import { proxyTrustOf } from './http/trusted-proxies.js';
 import { registerHealthRoutes } from './http/health.js';
+import { docsOAuth, docsSecurity } from './http/docs-login.js';
 import { runBackgroundWork } from './jobs/background-work.js';
 import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/permissions.routes.js';
@@ -19,6 +20,7 @@ import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
 import { roleRoutes } from './modules/roles/roles.routes.js';
 import { groupRoutes } from './modules/groups/groups.routes.js';
 import { userRoutes } from './modules/users/users.routes.js';
+import { tokenRoutes } from './modules/tokens/index.js';
 import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { auditRoutes } from './modules/audit/index.js';
@@ -74,6 +76,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   await installCommonPlumbing(app, ctx);
   await app.register(idempotency, { db: ctx.db });
 
+  const security = docsSecurity(ctx.config);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -84,25 +87,30 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
           'Management API of the smart-city data platform: datasets, styles, mappings, groups, roles, permissions, assignments, users and datapools.',
           '',
           `A released dataset's named APIs are served by the data API (${ctx.config.dataApi.baseUrl}) at their previewUrl, \`/v1/datasets/{id}/{slug}\`:`,
-          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$batch`, `CreateObservations`, MQTT);',
+          'an STA API is an OGC SensorThings API 1.1 service root (entity sets, OData query options, create/update/delete, `$ref` links, `$batch`, `CreateObservations` answering one entry per row, MQTT);',
           'an OWS API takes feature collections at `{base}/collections[/{name}[/items[/{fid}]]]` (OGC API – Features Part 4 style, PostGIS) and answers WFS 2.0.0/1.1.0/1.0.0 and WMS 1.3.0/1.1.1 on `{base}?SERVICE=…` through MapServer,',
           'a collection being the feature type `{slug}:{name}` and the layer `{name}`, drawn with the dataset\'s SLD styles (`STYLES=<style name>`); an invalid OGC request answers its exception report with 400;',
           'OGC requests are rebuilt by the gateway: only the parameters of the operation pass (never SLD, SLD_BODY, MAP, map.*), XML POSTs are WFS operations without DOCTYPE, WIDTH/HEIGHT at most OWS_MAX_IMAGE_SIZE (else 400 VALIDATION_FAILED), at most OWS_MAX_PER_CALLER map requests run per caller (a request waiting OWS_QUEUE_TIMEOUT_MS answers 503 with Retry-After);',
           'reads need DATASET_PAYLOAD_READ (none on openDataAccess datasets), writes DATASET_PAYLOAD_WRITE (an OGC request by its operation: an XML POST of GetFeature reads, a WFS-T Transaction writes); a rejected token answers 401 with an HTML page.',
           'A named API\'s `upstreamUrl` (STA only, origins in STA_UPSTREAM_ORIGINS) makes the gateway proxy it to an existing SensorThings server.',
           'A caller who may write a dataset\'s payload but not read it gets 204 without a body for an update (PATCH, PUT; also inside `$batch` and in upstream mode); in upstream mode each `$batch` request is authorized on its own, as on our server.',
+          'Personal access tokens (`/v1/users/me/tokens`) are for the data API only: there they are accepted as `Authorization: Bearer pat_…`, as the password of HTTP Basic and as the MQTT password (any user name), acting with their user\'s current rights narrowed to their `datasetIds`; on this API they answer 401.',
           'MQTT: a packet before CONNACK at most MQTT_MAX_CONNECT_BYTES, after it MQTT_MAX_PACKET_BYTES (else the connection closes); a client id held by another identity gets CONNACK 0x02; each message follows the subscriber\'s current rights.',
           'Pipelines of an AVAILABLE dataset run (one process each, through a lease in the database): they read their data sources (MQTT, HTTP, SQL), map each record with the JSONata of their mapping, and write Observations (STA) or features (OWS) into the named API, exactly once in effect; `runtimeStatus` shows their state and counters, `…/pipelines/{id}/rejections` the records refused, `…/pipelines/{id}/restart` starts one again.',
+          'A valid token whose `sub` and email name no user of the service is authenticated but holds no permission: its answers keep their statuses (200 with empty lists, 403, 404) and carry the header `X-Caller-Unknown` saying so; `GET /v1/users/me` then answers `id: null` and no assignments. An administrator creates the user (`POST /v1/users`).',
+          ctx.config.idp.enabled
+            ? 'Swagger UI logs in with the scheme `login` (Authorize): any email as username and the development password (DEV_IDP_PASSWORD), client_id ' + ctx.config.oidc.clientId + '; tokens last DEV_IDP_TTL seconds, log in again when one expires.'
+            : 'Swagger UI logs in with the scheme `login` (Authorize) at the identity provider OIDC_ISSUER, or takes a pasted token (`bearerAuth`).',
           'Outside this document: `GET /health/live` (200 from the moment the process starts), `GET /health/ready` (503 until the database answers and is migrated; while a process starts, every other request waits for it, at most 10 s, then answers 503 SERVICE_UNAVAILABLE with Retry-After), and `GET /metrics` (Prometheus text format; a bearer token equal to METRICS_TOKEN when that is set, else open).',
           `Payload limits (beyond one: 400 VALIDATION_FAILED naming it): JSON bodies nest at most ${ctx.config.dataApi.limits.jsonMaxDepth} levels; \`$filter\`/\`$orderby\`/\`$select\` at most ${ctx.config.dataApi.limits.expressionMaxBytes} bytes and ${ctx.config.dataApi.limits.expressionMaxDepth} levels; \`$expand\` at most ${ctx.config.dataApi.limits.expandMaxBytes} bytes and ${ctx.config.dataApi.limits.expandMaxDepth} levels; a \`$batch\` at most ${ctx.config.dataApi.limits.batchMaxRequests} requests.`,
         ].join('\n'),
       },
       servers: [{ url: ctx.config.api.baseUrl }],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearerAuth: [] }],
+      components: { securitySchemes: security.securitySchemes },
+      security: security.security,
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, { routePrefix: '/docs', initOAuth: docsOAuth(ctx.config) });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerHealthRoutes(app, ctx.db);
@@ -118,6 +126,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(roleRoutes, { ctx });
     await v1.register(groupRoutes, { ctx });
     await v1.register(userRoutes, { ctx });
+    await v1.register(tokenRoutes, { ctx });
     await v1.register(datapoolRoutes, { ctx });
     await v1.register(datasetRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(auditRoutes, { ctx });
@@ -126,7 +135,7 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(mappingRoutes, { datasets });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl, pipelinesChanged: () => ctx.pipelines.kick() });
-    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 

@@ -12,7 +12,7 @@ import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
 import { datasetSagas, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
-import { createObservationWriter, createStaServer } from './sta/index.js';
+import { createObservationWriter, createStaServer, mqttEndpointsOf } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import { enablePostgis } from './db/postgis.js';
@@ -78,7 +78,10 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds, jwksUrl: config.oidc.jwksUrl });
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
-    const sta = createStaServer({ db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change) });
+    const sta = createStaServer({
+      db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change),
+      mqttEndpoints: mqttEndpointsOf(config.dataApi.baseUrl, config.mqtt.port),
+    });
     const ows = new OwsServer({
       db, postgis, databaseUrl: where.url, settings: config.ows,
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),

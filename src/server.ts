@@ -15,6 +15,7 @@ import { DataSourceSecretError } from './modules/datasources/index.js';
 import { buildApp } from './app.js';
 import { buildDataApiApp } from './data-api/gateway.app.js';
 import { buildIdpApp } from './idp/idp.app.js';
+import { docsOrigins } from './http/docs-login.js';
 import type { AppContext } from './context.js';
 
 /**
@@ -120,6 +121,7 @@ async function start(mode: Mode, config: Config, logger: Logger) {
       idpUrl: config.idp.url,
       password: config.idp.password,
       tokenTtlSeconds: config.idp.tokenTtlSeconds,
+      corsOrigins: docsOrigins(config),
       loggerInstance: logger.child({ listener: 'idp' }),
     });
     state.idp = { name: 'idp', url: config.idp.url, app, drain: trackConnections(app.server) };

@@ -1,9 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
 import { accessVersion } from '../db/sequence-version.js';
-import { loadCaller, type Caller } from './caller.js';
+import { loadCaller, type Caller, type CallerIdentity } from './caller.js';
+import { findPersonalAccessToken, LastUseRecorder, loadTokenCaller, type PersonalAccessToken } from './credentials.js';
 
-type Identity = Parameters<typeof loadCaller>[1];
+type Identity = CallerIdentity;
+
+/** A personal access token's caller as of a version: null when no token has that digest. */
+export interface TokenCaller { token: PersonalAccessToken; caller: Caller }
 
 /**
  * Callers by identity, valid while the access version (migrations 0013, 0014) stands still: a request
@@ -14,12 +18,60 @@ type Identity = Parameters<typeof loadCaller>[1];
  */
 export class CallerCache {
   private readonly entries: LRUCache<string, { version: string; caller: Caller }>;
+  /**
+   * Personal access tokens by digest, under the same access version: deleting a token (or
+   * changing its user's rights) moves it, so that a deleted token is refused on the next request.
+   */
+  private readonly tokens: LRUCache<string, { version: string; found: TokenCaller }>;
   private nextVersionRead: Promise<string> | null = null;
   /** Loads under way, by key and version: requests of one identity arriving together share one grants query. */
   private readonly loading = new Map<string, Promise<Caller>>();
+  private readonly loadingTokens = new Map<string, Promise<TokenCaller | null>>();
+  private readonly lastUse: LastUseRecorder;
 
-  constructor(private readonly db: Database, maxEntries = 10_000) {
+  constructor(private readonly db: Database, maxEntries = 10_000, onError?: (error: Error) => void) {
     this.entries = new LRUCache({ max: maxEntries });
+    this.tokens = new LRUCache({ max: maxEntries });
+    this.lastUse = new LastUseRecorder(db, onError);
+  }
+
+  /**
+   * The caller of a personal access token (by the digest of the presented secret) as of now: null
+   * for an unknown, deleted or expired token. Once loaded it costs the shared version read only,
+   * and marks the token used (written at most once a minute).
+   */
+  async personalAccessToken(digest: string): Promise<Caller | null> {
+    return this.personalAccessTokenAt(digest, await this.versionAfterArrival());
+  }
+
+  /** As `personalAccessToken`, at a version read by `currentVersion` (MQTT sessions); null as there. */
+  async personalAccessTokenAt(digest: string, version: string, nowMs = Date.now()): Promise<Caller | null> {
+    const found = await this.tokenAt(digest, version);
+    if (!found || nowMs >= found.token.expiresAtMs) return null;
+    this.lastUse.used(found.token, nowMs);
+    return found.caller;
+  }
+
+  /** The token behind a digest as of a version (expired ones included), cached; unknown digests are not. */
+  async tokenAt(digest: string, version: string): Promise<TokenCaller | null> {
+    const cached = this.tokens.get(digest);
+    if (cached?.version === version) return cached.found;
+    const pendingKey = `${digest}\u0000${version}`;
+    let pending = this.loadingTokens.get(pendingKey);
+    if (!pending) {
+      pending = (async () => {
+        const token = await findPersonalAccessToken(this.db, digest);
+        if (!token) {
+          this.tokens.delete(digest);
+          return null;
+        }
+        const found = { token, caller: Object.freeze(await loadTokenCaller(this.db, token)) };
+        this.tokens.set(digest, { version, found });
+        return found;
+      })().finally(() => this.loadingTokens.delete(pendingKey));
+      this.loadingTokens.set(pendingKey, pending);
+    }
+    return pending;
   }
 
   async load(identity: Identity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {

@@ -26,6 +26,11 @@ export interface Caller {
   /** The service's own user the token names; null when it names none (no permission). */
   profile: CallerProfile | null;
   grants: Grant[];
+  /**
+   * The datasets a narrowed credential (a personal access token with `datasetIds`) may reach on
+   * the data API; absent: no narrowing. Outside them the caller holds nothing.
+   */
+  datasetIds?: readonly string[];
 }
 
 /**
@@ -45,6 +50,9 @@ interface CallerRow {
   scope_type: ScopeType | null; scope_id: string | null; permission: string | null;
 }
 
+/** Who a caller is before their user is looked up: what the credential names. */
+export type CallerIdentity = Pick<Caller, 'subject' | 'email' | 'username' | 'givenName' | 'familyName'>;
+
 /**
  * Loads the caller's user and every permission they hold, in one query. The user is the one whose
  * externalId is the token's `sub`, else the one without an externalId whose email is the token's
@@ -52,17 +60,25 @@ interface CallerRow {
  * inactive user holds nothing. `allowedScopeIds` (X-Allowed-Scope-Ids) drops the assignments
  * whose scope is not listed; null means no restriction.
  */
-export async function loadCaller(
-  db: Database,
-  token: { subject: string; email: string | null; username: string | null; givenName: string | null; familyName: string | null },
-  allowedScopeIds: ReadonlySet<string> | null,
-): Promise<Caller> {
-  const caller: Caller = { ...token, profile: null, grants: [] };
+export async function loadCaller(db: Database, token: CallerIdentity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
   const email = token.email?.toLowerCase() ?? null;
+  return loadWhere(db, token, sql`u.external_id = ${token.subject} or (u.external_id is null and lower(u.email) = ${email})`, allowedScopeIds);
+}
+
+/**
+ * The caller of a credential the service issued itself to one of its users (a personal access
+ * token): that user, with what they hold now. `identity` names the credential (its subject).
+ */
+export async function loadCallerOfUser(db: Database, identity: CallerIdentity, userId: string): Promise<Caller> {
+  return loadWhere(db, identity, sql`u.id = ${userId}`, null);
+}
+
+async function loadWhere(db: Database, identity: CallerIdentity, userMatches: RawBuilder<unknown>, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
+  const caller: Caller = { ...identity, profile: null, grants: [] };
   const { rows } = await sql<CallerRow>`
     with recursive me as (
       select u.id, u.email, u.first_name, u.last_name, u.title, u.active from users u
-       where u.external_id = ${token.subject} or (u.external_id is null and lower(u.email) = ${email})
+       where ${userMatches}
        order by (u.external_id is not null) desc
        limit 1
     ), ${heldGroupsCte(sql`select gm.user_id, gm.group_id from group_members gm join me on me.id = gm.user_id where me.active`)}

@@ -12,7 +12,8 @@ import { publicBaseOf, RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
-import type { StaServer } from '../sta/types.js';
+import { isMultipartMixed, multipartAnswer, multipartElsewhere } from '../sta/index.js';
+import { multipartBatchOf } from './multipart-batch.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
@@ -51,12 +52,13 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
       origin: ctx.config.dataApi.corsOrigins,
       methods: [...PAYLOAD_METHODS],
       allowedHeaders: ['Authorization', 'Content-Type', 'Prefer', 'X-Allowed-Scope-Ids', 'X-Request-Id'],
-      exposedHeaders: ['Location', 'WWW-Authenticate', 'X-Request-Id'],
+      exposedHeaders: ['Location', 'WWW-Authenticate', 'X-Request-Id', 'X-Caller-Unknown'],
       maxAge: 600,
     });
   }
   // Payload clients read again and again: their grants are cached while no access change happened.
-  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db) });
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db, undefined, (error) => app.log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')),
+  });
   registerHealthRoutes(app, ctx.db);
   // Upstream mode's proxy: undici with kept-alive connections per upstream origin.
   await app.register(replyFrom, { undici: { connections: 32, pipelining: 1, keepAliveTimeout: 30_000 } });
@@ -64,6 +66,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   // OGC requests arrive as XML documents or forms; MapServer gets their bytes as they came.
   app.addContentTypeParser(['text/xml', 'application/xml', 'application/x-www-form-urlencoded'], { parseAs: 'buffer', bodyLimit: PAYLOAD_BODY_LIMIT_BYTES },
     (_request, body, done) => done(null, body));
+  // The SensorThings multipart `$batch` (its parts are HTTP messages): read whole, parsed when served.
+  app.addContentTypeParser('multipart/mixed', { parseAs: 'buffer', bodyLimit: PAYLOAD_BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
 
   const routes = new RouteTable(ctx.db, {
     listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log,
@@ -89,6 +93,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
   const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
+  // Only a SensorThings `$batch` takes multipart (see multipartBatchOf); elsewhere it stays the 415 it was.
+  if (route?.standard !== 'STA' && isMultipartMixed(request.headers['content-type'])) throw multipartElsewhere();
   const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
   const operation = owsPlan ? owsPlan.operation : operationOf(request, route, address);
   const decision = decidePayloadAccess(request.caller, route, operation);
@@ -109,7 +115,7 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
       upstreamUrl, publicBase, address: address!, rights: decision.rights, limits: ctx.config.dataApi.limits, timeoutMs: ctx.config.staUpstream.timeoutMs,
     });
   }
-  return forwardToSta(request, reply, ctx.sta, ctx.config.dataApi.baseUrl, route!, address!, decision.rights);
+  return forwardToSta(request, reply, ctx, route!, address!, decision.rights);
 }
 
 /**
@@ -196,17 +202,23 @@ function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, a
 const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) =>
   route?.standard === 'STA' && address !== null && isBatchPath(address.rawPath);
 
-async function forwardToSta(request: FastifyRequest, reply: FastifyReply, sta: StaServer, dataApiUrl: string, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
-  const answer = await sta.handle({
+async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
+  const baseUrl = publicBaseOf(ctx.config.dataApi.baseUrl, route);
+  const multipart = multipartBatchOf(request, address.rawPath, baseUrl, ctx.config.dataApi.limits);
+  const answer = await ctx.sta.handle({
     method: request.method as 'GET',
     path: address.rest,
     query: address.query,
-    body: request.body,
+    body: multipart ? multipart.envelope : request.body,
     preferMinimal: /\breturn=minimal\b/i.test(String(request.headers['prefer'] ?? '')),
-    baseUrl: publicBaseOf(dataApiUrl, route),
+    baseUrl,
     schema: route.storageSchema,
     rights,
   });
+  if (multipart && answer.status === 200) {
+    const { contentType, text } = multipartAnswer(multipart, (answer.body as { responses: unknown[] }).responses);
+    return reply.code(200).type(contentType).send(text);
+  }
   reply.code(answer.status);
   if (answer.headers) reply.headers(answer.headers);
   if (answer.body === undefined) return reply.send();

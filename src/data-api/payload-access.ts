@@ -15,7 +15,9 @@ export type PayloadOperation = 'read' | 'write' | 'read-or-write';
  *   token learns nothing about what is published);
  * - with a token: an unpublished route, or a dataset the caller holds no permission on at all, is
  *   404; a dataset the caller can see (or an open-data one) but lacks the payload permission for is
- *   403. An open-data route is readable with any valid token, as it is without one.
+ *   403. An open-data route is readable with any valid token, as it is without one;
+ * - a caller narrowed to some datasets (a personal access token's `datasetIds`) is, on any other
+ *   dataset, a caller without permissions.
  */
 export type PayloadDecision =
   | { outcome: 'allow'; rights: { read: boolean; write: boolean } }
@@ -31,6 +33,8 @@ export function decidePayloadAccess(caller: Caller | null, route: PayloadRoute |
     return { outcome: 'unauthenticated' };
   }
   if (!route) return { outcome: 'not-found' };
+  // A credential narrowed to other datasets holds nothing on this one (open data stays readable, as without it).
+  if (caller.datasetIds && !caller.datasetIds.includes(route.datasetId)) return decidePayloadAccess({ ...caller, grants: [], datasetIds: undefined }, route, operation);
   const dataset = { scopeType: 'DATASET', id: route.datasetId, datapoolId: route.datapoolId } satisfies ScopedObject;
   const rights = {
     read: route.openDataAccess || hasPermissionOn(caller, PERMISSION.read, dataset),

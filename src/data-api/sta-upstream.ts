@@ -7,6 +7,8 @@ import type { PayloadAddress } from './payload-request.js';
 import { encodePath, normalisedSegments, rebuildQuery } from './upstream-path.js';
 import { mergeBatchAnswers, planUpstreamBatch, type BatchPlan, type Rights } from './upstream-batch.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './upstream-headers.js';
+import { multipartBatchOf } from './multipart-batch.js';
+import { multipartAnswer, type MultipartBatch } from '../sta/index.js';
 
 /**
  * Upstream mode: a SensorThings named API answered by an existing server (FROST-Server) instead
@@ -38,8 +40,11 @@ export function forwardToUpstream(request: FastifyRequest, reply: FastifyReply, 
   const query = rebuildQuery(target.address.query, target.limits);
   const method = request.method;
   const hasBody = request.body !== undefined && method !== 'GET' && method !== 'HEAD';
+  // The standard's multipart batch is turned into the JSON envelope here; the upstream gets a JSON batch.
+  const multipart = hasBody ? multipartBatchOf(request, target.address.rawPath, publicBase, target.limits) : null;
+  const batchBody = multipart ? multipart.envelope : request.body;
   // SensorThings takes JSON; other bodies (XML, forms, text) would reach the upstream as raw bytes.
-  if (hasBody && !isJsonType(request.headers['content-type'])) {
+  if (hasBody && !multipart && !isJsonType(request.headers['content-type'])) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'A SensorThings request body must be JSON (Content-Type: application/json)');
   }
   const isBatch = (segments.at(-1) ?? '').toLowerCase().split(';', 1)[0] === '$batch';
@@ -47,8 +52,8 @@ export function forwardToUpstream(request: FastifyRequest, reply: FastifyReply, 
   let body: string | undefined = hasBody ? JSON.stringify(request.body) : undefined;
   if (isBatch) {
     if (method !== 'POST') throw new AppError('MALFORMED_REQUEST', '$batch takes POST only', { status: 405 });
-    plan = planUpstreamBatch(request.body, publicBase, rights, target.limits);
-    if (plan.forward === null) return reply.code(200).type('application/json; charset=utf-8').send(mergeBatchAnswers(plan, [], rights));
+    plan = planUpstreamBatch(batchBody, publicBase, rights, target.limits);
+    if (plan.forward === null) return sendBatchAnswer(reply, mergeBatchAnswers(plan, [], rights), multipart);
     body = JSON.stringify(plan.forward);
   }
   // A caller who may write but not read learns nothing stored from an update: 204, the upstream's body dropped.
@@ -84,7 +89,7 @@ export function forwardToUpstream(request: FastifyRequest, reply: FastifyReply, 
         const received = Buffer.concat(chunks);
         const type = String(reply.getHeader('content-type') ?? '');
         const text = /json|text|xml/i.test(type) ? rewrite(received.toString('utf8')) : received;
-        if (plan && status >= 200 && status < 300) return void answerBatch(request, reply, plan, rights, text);
+        if (plan && status >= 200 && status < 300) return void answerBatch(request, reply, plan, rights, text, multipart);
         reply.send(text);
       },
       onError: (_reply, { error }) => {
@@ -99,7 +104,7 @@ export function forwardToUpstream(request: FastifyRequest, reply: FastifyReply, 
 }
 
 /** The upstream's answer to the rebuilt batch, merged with the gateway's own answers in the requests' order. */
-function answerBatch(request: FastifyRequest, reply: FastifyReply, plan: BatchPlan, rights: Rights, text: string | Buffer) {
+function answerBatch(request: FastifyRequest, reply: FastifyReply, plan: BatchPlan, rights: Rights, text: string | Buffer, multipart: MultipartBatch | null) {
   let responses: unknown;
   try {
     responses = (JSON.parse(text.toString()) as { responses?: unknown }).responses;
@@ -109,7 +114,14 @@ function answerBatch(request: FastifyRequest, reply: FastifyReply, plan: BatchPl
   if (!Array.isArray(responses)) {
     return sendProblem(request, reply, new AppError('UPSTREAM_UNAVAILABLE', 'The SensorThings server behind this API answered the batch in a format the gateway cannot read'));
   }
-  return reply.type('application/json; charset=utf-8').send(mergeBatchAnswers(plan, responses, rights));
+  return sendBatchAnswer(reply, mergeBatchAnswers(plan, responses, rights), multipart);
+}
+
+/** The merged answer in the format the batch came in: JSON, or the standard's multipart. */
+function sendBatchAnswer(reply: FastifyReply, answer: { responses: unknown[] }, multipart: MultipartBatch | null) {
+  if (!multipart) return reply.code(200).type('application/json; charset=utf-8').send(answer);
+  const { contentType, text } = multipartAnswer(multipart, answer.responses);
+  return reply.code(200).type(contentType).send(text);
 }
 
 /** Refused, reset or unreachable: 502; too slow: 504. Both name neither host nor port. */

@@ -243,7 +243,7 @@ export interface JobsTable {
 export type AuditEventType =
   | 'DATASET_CREATED' | 'DATASET_UPDATED' | 'DATASET_STAGED' | 'DATASET_UNSTAGED' | 'DATASET_RELEASED' | 'DATASET_UNRELEASED'
   | 'DATASET_DELETED' | 'ASSIGNMENT_CREATED' | 'ASSIGNMENT_DELETED' | 'GROUP_MEMBERS_CHANGED' | 'ROLE_PERMISSIONS_CHANGED'
-  | 'USER_GROUPS_CHANGED';
+  | 'USER_GROUPS_CHANGED' | 'TOKEN_CREATED' | 'TOKEN_DELETED';
 
 /** Append-only (a trigger refuses UPDATE and DELETE); see migration 0008. */
 export interface AuditEventsTable {
@@ -256,6 +256,18 @@ export interface AuditEventsTable {
   before: ColumnType<unknown, string | null, never>;
   after: ColumnType<unknown, string | null, never>;
   request_id: string | null;
+}
+
+/** Migration 0017: a secret's SHA-256 digest (hex), never the secret. */
+export interface PersonalAccessTokensTable {
+  id: string;
+  user_id: string;
+  name: string;
+  token_hash: string;
+  dataset_ids: string[] | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  last_used_at: Date | null;
 }
 
 /** A view (migration 0011): the payload routes the data API gateway serves. */
@@ -303,6 +315,7 @@ export interface DB {
   pipeline_rejections: PipelineRejectionsTable;
   pipeline_positions: PipelinePositionsTable;
   runnable_pipelines: RunnablePipelinesView;
+  personal_access_tokens: PersonalAccessTokensTable;
 }
 
 export type PermissionRow = Selectable<PermissionsTable>;

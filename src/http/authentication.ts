@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/client.js';
 import { loadCaller, type Caller } from '../access/caller.js';
 import type { CallerCache } from '../access/caller-cache.js';
-import { TokenRejectedError, type TokenVerifier, type VerifiedToken } from './token-verifier.js';
+import { digestOfPresented, identityOf, isPersonalAccessToken } from '../access/credentials.js';
+import { TokenRejectedError, type TokenVerifier } from './token-verifier.js';
 import { AppError } from '../errors.js';
 import { UUID_PATTERN } from './page.js';
 
@@ -74,6 +74,14 @@ export function parseAllowedScopeIds(header: string | string[] | undefined): Set
   return ids.includes('*') ? null : new Set(ids);
 }
 
+/**
+ * Set on every /v1 answer to a valid token that names no user of the service (neither by `sub` nor
+ * by email): such a caller holds no permission, so lists come back empty and reads 404. A header,
+ * not a body member, so that no client parsing the contract's shapes trips on it.
+ */
+export const CALLER_UNKNOWN_HEADER = 'x-caller-unknown';
+export const CALLER_UNKNOWN_HINT = 'no user of this service matches the token (by sub or email); it holds no permission until an administrator creates one (POST /v1/users)';
+
 export interface AuthenticationOptions {
   verifier: TokenVerifier;
   db: Database;
@@ -83,9 +91,29 @@ export interface AuthenticationOptions {
    * checked all the same.
    */
   mayBeAnonymous?: (request: FastifyRequest) => boolean;
-  /** Where callers are looked up instead of loading their grants on every request (the data API). */
+  /**
+   * Where callers are looked up instead of loading their grants on every request (the data API).
+   * With it, personal access tokens are accepted too, as `Bearer pat_…` or as the password of HTTP
+   * Basic (any user name); without it (the management API) a personal access token answers 401.
+   */
   callers?: CallerCache;
 }
+
+/** What an Authorization header presents, as far as its syntax goes. */
+type Presented = { scheme: 'bearer' | 'basic'; secret: string } | { malformed: true };
+
+/** Basic credentials are `user:password` in base64; the header is bounded by the HTTP parser. */
+function presentedBy(header: string, acceptBasic: boolean): Presented {
+  const bearer = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
+  if (bearer) return { scheme: 'bearer', secret: bearer[1]! };
+  const basic = acceptBasic ? /^Basic +([A-Za-z0-9+/]+={0,2})$/i.exec(header) : null;
+  if (!basic) return { malformed: true };
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? { malformed: true } : { scheme: 'basic', secret: decoded.slice(colon + 1) };
+}
+
+const PAT_REFUSED = 'invalid or expired personal access token';
 
 /** Checks the bearer token of every /v1 request and loads the caller it names. */
 export const authentication = fp<AuthenticationOptions>(async (app, { verifier, db, mayBeAnonymous, callers }) => {
@@ -97,11 +125,20 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       if (mayBeAnonymous?.(request)) return;
       return rejectToken(reply, {});
     }
-    const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
-    if (!match) return rejectToken(reply, { error: 'invalid_request', description: 'malformed Authorization header' });
+    const presented = presentedBy(header, callers !== undefined);
+    if ('malformed' in presented) return rejectToken(reply, { error: 'invalid_request', description: 'malformed Authorization header' });
+    const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
+    if (presented.scheme === 'basic' || isPersonalAccessToken(presented.secret)) {
+      if (!callers) return rejectToken(reply, { error: 'invalid_token', description: 'personal access tokens are accepted on the data API only' });
+      const digest = digestOfPresented(presented.secret);
+      const caller = digest === null ? null : await callers.personalAccessToken(digest);
+      if (!caller) return rejectToken(reply, { error: 'invalid_token', description: PAT_REFUSED });
+      request.caller = allowed ? { ...caller, grants: caller.grants.filter((grant) => allowed.has(grant.scopeId)) } : caller;
+      return;
+    }
     let token;
     try {
-      token = await verifier.verify(match[1]!);
+      token = await verifier.verify(presented.secret);
     } catch (error) {
       if (error instanceof TokenRejectedError) {
         if (error.failedUrl) logUnavailableProvider(request, error);
@@ -109,33 +146,11 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       }
       throw error;
     }
-    const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
     request.caller = callers ? await callers.load(identityOf(token), allowed) : await loadCaller(db, identityOf(token), allowed);
+    // Authenticated but no user of the service: every answer would look like an empty tenant. Say why.
+    if (request.caller.profile === null) reply.header(CALLER_UNKNOWN_HEADER, CALLER_UNKNOWN_HINT);
   });
 }, { name: 'authentication' });
-
-/**
- * The identity a verified token claims, as far as the database can hold it. PostgreSQL text
- * cannot hold U+0000: a claim carrying it is treated as absent, so the caller is authenticated
- * without permissions rather than every request failing with a 500.
- */
-export function identityOf(token: VerifiedToken) {
-  const usableSubject = storable(token.subject);
-  return {
-    // The subject scopes idempotency keys, so it must stay distinct per token subject: an unusable
-    // one is replaced by its digest. The contract matches a caller by `sub` before `email`, so a
-    // token whose `sub` is unusable names nobody reliably and its email is not used either.
-    subject: usableSubject ?? `unusable-sub:${createHash('sha256').update(token.subject).digest('hex')}`,
-    email: usableSubject === null ? null : storable(token.email),
-    username: storable(claim(token.claims, 'preferred_username')),
-    givenName: storable(claim(token.claims, 'given_name')),
-    familyName: storable(claim(token.claims, 'family_name')),
-  };
-}
-
-const storable = (text: string | null) => (text === null || text.includes('\u0000') ? null : text);
-
-const claim = (claims: Record<string, unknown>, name: string) => (typeof claims[name] === 'string' ? (claims[name] as string) : null);
 
 /** The caller of a route under /v1; the authentication hook guarantees it is there. */
 export function callerOf(request: FastifyRequest): Caller {

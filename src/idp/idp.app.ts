@@ -1,3 +1,4 @@
+import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { getRealmKey, knownOrRoomFor } from './realm-keys.js';
 import { issueToken, OAuthError, SUPPORTED_GRANT_TYPES, type TokenRequest } from './token-grants.js';
@@ -8,6 +9,11 @@ export interface IdpOptions {
   /** The one password (and client secret) every development user and client shares. */
   password: string;
   tokenTtlSeconds: number;
+  /**
+   * Browser origins allowed to call it (CORS): the management API's, whose Swagger UI (/docs) logs
+   * in with the password flow from another port. None: no CORS headers at all.
+   */
+  corsOrigins?: readonly string[];
   loggerInstance?: FastifyBaseLogger;
 }
 
@@ -28,6 +34,13 @@ export async function buildIdpApp(opts: IdpOptions): Promise<FastifyInstance> {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, new URLSearchParams(body as string));
   });
+
+  if (opts.corsOrigins && opts.corsOrigins.length > 0) {
+    // What Swagger UI's token request sends: a form body, client credentials in Authorization, X-Requested-With.
+    await app.register(cors, {
+      origin: [...opts.corsOrigins], methods: ['GET', 'POST'], allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'X-Requested-With'], maxAge: 600,
+    });
+  }
 
   // Unknown realm names look like unknown paths, so nothing odd reaches a key or an issuer.
   app.addHook('onRequest', async (request, reply) => {

@@ -5,8 +5,14 @@ import { parseEntity, type BoundValue } from './validate.js';
 /**
  * The body of `CreateObservations` checked whole and turned into one column per stored field,
  * ready to bind as array parameters. Every value goes through the same checks as a single
- * Observation's create (`parseEntity`), so both paths accept exactly the same values; an error
- * names the value's position in the body, e.g. `[0].dataArray[17][1]`.
+ * Observation's create (`parseEntity`), so both paths accept exactly the same values.
+ *
+ * A fault in the request's shape (not an array, a group without Datastream or MultiDatastream, or
+ * with both, unknown components, a `dataArray@iot.count` that does not match) refuses the whole
+ * request: 400 naming it. A fault in one row (its length, one of its values) refuses that row only:
+ * it is left out of the columns and its message, naming the value's position
+ * (`[0].dataArray[17][1]`), is kept for the answer. (Whether a MultiDatastream row's result has the
+ * declared length needs the stored MultiDatastream: create-observations.ts checks it, per row too.)
  */
 
 const FOI_COMPONENT = 'FeatureOfInterest/id';
@@ -22,16 +28,23 @@ export interface ObservationGroup {
   resultComponent: number;
   /** Where the group is in the body: `[0]`. */
   field: string;
-  /** Its rows in the columns: `[start, end)`. */
-  start: number;
+  /** Its rows, numbered over the whole body (every group's rows one after the other): `[first, end)`. */
+  first: number;
   end: number;
   /** The index of `FeatureOfInterest/id` in its components, -1 when absent. */
   featureComponent: number;
 }
 
-/** One entry per row in every array; null where the row has no value. */
+/**
+ * One entry per accepted row in every array (null where the row has no value), in body order;
+ * `source` numbers each over the whole body. `refused` holds the message of each row left out.
+ */
 export interface ObservationColumns {
   groups: ObservationGroup[];
+  /** How many rows the body holds, accepted or not. */
+  total: number;
+  refused: Map<number, string>;
+  source: number[];
   /** Each row's Datastream, or null where it is a MultiDatastream's (then in `multiDatastream`). */
   datastream: (number | null)[];
   multiDatastream: (number | null)[];
@@ -45,9 +58,16 @@ export interface ObservationColumns {
   validStart: (string | null)[];
   validEnd: (string | null)[];
   parameters: (string | null)[];
-  /** The position of a row's `FeatureOfInterest/id` value, for an error about it. */
-  featureOfInterestField(row: number): string;
 }
+
+/** Where a row (numbered over the whole body) is: `[0].dataArray[17]`. */
+export function rowField(columns: Pick<ObservationColumns, 'groups'>, source: number): string {
+  const group = columns.groups.find((g) => source >= g.first && source < g.end)!;
+  return `${group.field}.dataArray[${source - group.first}]`;
+}
+
+/** The answer entry of a refused row: `error` first, as the standard's example and FROST-Server spell it. */
+export const rowError = (field: string, message: string) => `error ${field}: ${message}`;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -70,12 +90,8 @@ export function parseDataArrays(body: unknown): ObservationColumns {
     throw validationFailed('body', 'must be a non-empty array of {"Datastream", "components", "dataArray"}');
   }
   const columns: ObservationColumns = {
-    groups: [], datastream: [], multiDatastream: [], featureOfInterest: [], phenomenonStart: [], phenomenonEnd: [], resultTime: [],
-    result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
-    featureOfInterestField(row) {
-      const group = this.groups.find((g) => row >= g.start && row < g.end)!;
-      return `${group.field}.dataArray[${row - group.start}][${group.featureComponent}]`;
-    },
+    groups: [], total: 0, refused: new Map(), source: [], datastream: [], multiDatastream: [], featureOfInterest: [], phenomenonStart: [],
+    phenomenonEnd: [], resultTime: [], result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
   };
   body.forEach((raw, index) => parseGroup(raw, `[${index}]`, columns));
   return columns;
@@ -112,17 +128,26 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
     throw validationFailed(`${field}.dataArray@iot.count`, `is ${JSON.stringify(count)} but dataArray holds ${dataArray.length} rows`);
   }
   const featureComponent = components.indexOf(FOI_COMPONENT);
-  const start = columns.datastream.length;
-  dataArray.forEach((row, r) => parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns));
-  // parseRow files every row's stream under `datastream`; a MultiDatastream's rows move to their own column.
-  for (let r = start; r < columns.datastream.length; r++) {
-    if (multi) [columns.multiDatastream[r], columns.datastream[r]] = [columns.datastream[r]!, null];
-    else columns.multiDatastream[r] = null;
-  }
-  columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, start, end: columns.datastream.length, featureComponent });
+  const first = columns.total;
+  dataArray.forEach((row, r) => {
+    const source = first + r;
+    try {
+      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, { id: datastreamId, multi }, columns);
+      columns.source.push(source);
+    } catch (error) {
+      const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+      if (!fault) throw error;
+      columns.refused.set(source, rowError(fault.field, fault.message));
+    }
+  });
+  columns.total += dataArray.length;
+  columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, first, end: columns.total, featureComponent });
 }
 
-function parseRow(row: unknown, field: string, components: string[], featureComponent: number, datastreamId: number, columns: ObservationColumns) {
+function parseRow(
+  row: unknown, field: string, components: string[], featureComponent: number,
+  stream: { id: number; multi: boolean }, columns: ObservationColumns,
+) {
   if (!Array.isArray(row) || row.length !== components.length) {
     throw validationFailed(field, `must be an array of ${components.length} values, one per component`);
   }
@@ -145,9 +170,11 @@ function parseRow(row: unknown, field: string, components: string[], featureComp
     if (id === undefined) throw validationFailed(`${field}[${featureComponent}]`, 'must be a FeatureOfInterest id (a positive integer) or null');
     featureOfInterest = id;
   }
+  // Every check is behind us: only now does the row enter the columns (all of them, or none).
   const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
   const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
-  columns.datastream.push(datastreamId);
+  columns.datastream.push(stream.multi ? null : stream.id);
+  columns.multiDatastream.push(stream.multi ? stream.id : null);
   columns.featureOfInterest.push(featureOfInterest);
   columns.phenomenonStart.push(phenomenon.start);
   columns.phenomenonEnd.push(phenomenon.end);

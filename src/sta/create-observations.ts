@@ -1,26 +1,29 @@
 import { sql } from 'kysely';
-import { AppError, accessDenied, validationFailed } from '../errors.js';
+import { AppError, accessDenied } from '../errors.js';
 import type { Database } from '../db/client.js';
 import { ENTITIES } from './model.js';
 import { tableOf, type SqlContext } from './resolver.js';
 import { selfLink } from './links.js';
-import { announceChanges, checkLinked, type Change, type WriteContext } from './write-sql.js';
+import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
-import { parseDataArrays, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
-import { misfitMessage, misfitResult } from './multi-datastream.js';
+import { parseDataArrays, rowError, rowField, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
+import { misfitMessage } from './multi-datastream.js';
 import type { StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 
 /**
  * `POST {base}/CreateObservations` (SensorThings 1.1, create observations via dataArray): the bulk
- * path for Observations. All or nothing: every value is checked in JS before any SQL runs, and the
- * first bad one answers 400 naming its position (`[0].dataArray[17][1]`); the rows are then
- * inserted in one transaction by a few multi-row statements over array parameters. The answer is
- * 201 with the created Observations' selfLinks in the order of the rows.
+ * path for Observations. The answer is 201 with one entry per row, in the order of the rows: the
+ * created Observation's selfLink, or for a row that was refused a text starting with `error` (as
+ * the standard's example has it; FROST-Server adds the reason after it, and so do we: `error
+ * [0].dataArray[17][0]: must be an ISO 8601 date-time`). The other rows are stored.
  *
- * The standard's alternative, an `"error"` entry for each row that failed while the others are
- * created, would leave the client to find and resend the holes; one answer for the whole request
- * is simpler to act on and to reason about.
+ * A request whose shape is wrong (see create-observations-parse.ts) is a 400 and stores nothing.
+ *
+ * Speed: every value is checked in JS first, the links (Datastreams, MultiDatastreams, FeaturesOfInterest) with one
+ * query per kind, and the accepted rows are inserted by a few multi-row statements over array
+ * parameters. Only a chunk the database refuses as a whole (a value it takes for invalid although
+ * our checks passed it) is retried row by row, each under its own savepoint, to find the culprits.
  */
 
 // One statement carries this many rows: large enough to amortize the round trip, small enough to
@@ -35,79 +38,173 @@ export async function createObservations(deps: StaServerDeps, request: StaReques
   const changes: Change[] = [];
   const work = (trx: Database) => insertAll({ trx, ctx, changes }, columns);
   // Inside a $batch atomicity group the batch owns the transaction and holds the changes.
-  const ids = deps.db.isTransaction ? await work(deps.db) : await deps.db.transaction().execute((trx) => work(trx as Database));
+  const created = deps.db.isTransaction ? await work(deps.db) : await deps.db.transaction().execute((trx) => work(trx as Database));
   announceChanges(deps.onChange, changes);
-  return { status: 201, body: ids.map((id) => selfLink(request.baseUrl, ENTITIES.Observations, id)) };
-}
-
-async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<number[]> {
-  await resolveLinks(w, columns);
   const observations = ENTITIES.Observations;
-  const table = tableOf(w.ctx, observations);
-  const ids: number[] = [];
-  for (let start = 0; start < columns.datastream.length; start += CHUNK_ROWS) {
-    const slice = <T>(values: T[]) => values.slice(start, start + CHUNK_ROWS);
-    const { rows } = await sql<{ id: number | string }>`insert into ${table}
-      (datastream_id, multi_datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
-       result, result_quality, valid_time_start, valid_time_end, parameters)
-      select * from unnest(${slice(columns.datastream)}::bigint[], ${slice(columns.multiDatastream)}::bigint[], ${slice(columns.featureOfInterest)}::bigint[],
-        ${slice(columns.phenomenonStart)}::timestamptz[], ${slice(columns.phenomenonEnd)}::timestamptz[],
-        ${slice(columns.resultTime)}::timestamptz[], ${slice(columns.result)}::jsonb[], ${slice(columns.resultQuality)}::jsonb[],
-        ${slice(columns.validStart)}::timestamptz[], ${slice(columns.validEnd)}::timestamptz[], ${slice(columns.parameters)}::jsonb[])
-      returning id`.execute(w.trx);
-    // RETURNING gives the rows in the order the select produced them, which is the order of the arrays.
-    for (const row of rows) ids.push(Number(row.id));
-  }
-  await checkMultiResults(w, columns, ids);
-  for (const id of ids) w.changes.push({ schema: w.ctx.schema, entitySet: 'Observations', id, kind: 'create' });
-  return ids;
+  const body = Array.from({ length: columns.total }, (_, source) => {
+    const id = created.get(source);
+    return id !== undefined ? selfLink(request.baseUrl, observations, id) : columns.refused.get(source) ?? 'error';
+  });
+  return { status: 201, body };
 }
 
-/** The result of each row of a MultiDatastream has one value per ObservedProperty: else 400 naming the first that has not. */
-async function checkMultiResults(w: WriteContext, columns: ObservationColumns, ids: number[]) {
-  const misfit = await misfitResult(w, ids.filter((_, row) => columns.multiDatastream[row] !== null));
-  if (!misfit) return;
-  const row = ids.indexOf(misfit.id);
-  const group = columns.groups.find((g) => row >= g.start && row < g.end)!;
-  throw validationFailed(`${group.field}.dataArray[${row - group.start}][${group.resultComponent}]`, misfitMessage(misfit.expected));
+/** The rows created: the body's row number (`source`) to the new Observation's id. */
+async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<Map<number, number>> {
+  const refusedNow = await resolveLinks(w, columns);
+  const accepted = refusedNow.size > 0 ? withoutRows(columns, refusedNow) : columns;
+  const created = new Map<number, number>();
+  for (let start = 0; start < accepted.source.length; start += CHUNK_ROWS) {
+    const end = Math.min(start + CHUNK_ROWS, accepted.source.length);
+    const ids = await underSavepoint(w, () => insertRows(w, accepted, start, end));
+    if (ids) {
+      ids.forEach((id, k) => created.set(accepted.source[start + k]!, id));
+      continue;
+    }
+    for (let row = start; row < end; row++) {
+      const one = await underSavepoint(w, () => insertRows(w, accepted, row, row + 1));
+      const source = accepted.source[row]!;
+      if (one) created.set(source, one[0]!);
+      else columns.refused.set(source, rowError(rowField(columns, source), 'the database refused this row'));
+    }
+  }
+  for (const id of created.values()) w.changes.push({ schema: w.ctx.schema, entitySet: 'Observations', id, kind: 'create' });
+  return created;
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint): the row's fault, not the server's. */
+const isDataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown }).code ?? ''));
+
+/** The work's result, or null when the database refused its data (then undone to the savepoint, the transaction usable). */
+async function underSavepoint<T>(w: WriteContext, work: () => Promise<T>): Promise<T | null> {
+  await sql`savepoint create_observations`.execute(w.trx);
+  try {
+    const result = await work();
+    await sql`release savepoint create_observations`.execute(w.trx);
+    return result;
+  } catch (error) {
+    if (!isDataError(error)) throw error;
+    await sql`rollback to savepoint create_observations`.execute(w.trx);
+    await sql`release savepoint create_observations`.execute(w.trx);
+    return null;
+  }
+}
+
+async function insertRows(w: WriteContext, c: ObservationColumns, start: number, end: number): Promise<number[]> {
+  const slice = <T>(values: T[]) => values.slice(start, end);
+  const { rows } = await sql<{ id: number | string }>`insert into ${tableOf(w.ctx, ENTITIES.Observations)}
+    (datastream_id, multi_datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
+     result, result_quality, valid_time_start, valid_time_end, parameters)
+    select * from unnest(${slice(c.datastream)}::bigint[], ${slice(c.multiDatastream)}::bigint[], ${slice(c.featureOfInterest)}::bigint[],
+      ${slice(c.phenomenonStart)}::timestamptz[], ${slice(c.phenomenonEnd)}::timestamptz[],
+      ${slice(c.resultTime)}::timestamptz[], ${slice(c.result)}::jsonb[], ${slice(c.resultQuality)}::jsonb[],
+      ${slice(c.validStart)}::timestamptz[], ${slice(c.validEnd)}::timestamptz[], ${slice(c.parameters)}::jsonb[])
+    returning id`.execute(w.trx);
+  // RETURNING gives the rows in the order the select produced them, which is the order of the arrays.
+  return rows.map((row) => Number(row.id));
+}
+
+/** The columns without the rows (indices into the columns) refused by `resolveLinks`. */
+function withoutRows(c: ObservationColumns, refused: Set<number>): ObservationColumns {
+  const keep = <T>(values: T[]) => values.filter((_, row) => !refused.has(row));
+  return {
+    ...c, source: keep(c.source), datastream: keep(c.datastream), multiDatastream: keep(c.multiDatastream), featureOfInterest: keep(c.featureOfInterest),
+    phenomenonStart: keep(c.phenomenonStart), phenomenonEnd: keep(c.phenomenonEnd), resultTime: keep(c.resultTime),
+    result: keep(c.result), resultQuality: keep(c.resultQuality), validStart: keep(c.validStart), validEnd: keep(c.validEnd),
+    parameters: keep(c.parameters),
+  };
+}
+
+/** Each group's rows in the columns, `[start, end)` (the columns keep the body's order). */
+function groupRanges(c: ObservationColumns): [number, number][] {
+  const ranges: [number, number][] = [];
+  let row = 0;
+  for (const group of c.groups) {
+    const start = row;
+    while (row < c.source.length && c.source[row]! < group.end) row++;
+    ranges.push([start, row]);
+  }
+  return ranges;
+}
+
+async function existingIds(w: WriteContext, set: 'Datastreams' | 'FeaturesOfInterest', ids: number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: number | string }>`select id from ${tableOf(w.ctx, ENTITIES[set])}
+    where id = any(${ids}::bigint[])`.execute(w.trx);
+  return new Set(rows.map((row) => Number(row.id)));
+}
+
+/** The MultiDatastreams that exist among `ids`, each with the length its Observations' result must have. */
+async function resultLengths(w: WriteContext, ids: number[]): Promise<Map<number, number>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: number | string; expected: number | string }>`
+    select id, jsonb_array_length(unit_of_measurements) as expected from ${tableOf(w.ctx, ENTITIES.MultiDatastreams)}
+     where id = any(${ids}::bigint[])`.execute(w.trx);
+  return new Map(rows.map((row) => [Number(row.id), Number(row.expected)]));
+}
+
+/** A row's result (stored JSON text) as long as its MultiDatastream declares? */
+function resultFits(result: string, expected: number): boolean {
+  const value: unknown = JSON.parse(result);
+  return Array.isArray(value) && value.length === expected;
 }
 
 /**
- * Checks every Datastream and explicit FeatureOfInterest exists (400 naming where it was given) and
- * fills in the FeatureOfInterest of rows that had none from the Datastream's Thing's Location, as a
- * single create does.
+ * Checks every Datastream, MultiDatastream and explicit FeatureOfInterest exists, that a
+ * MultiDatastream's rows have an array result of its declared length, and fills in the
+ * FeatureOfInterest of rows that had none from the stream's Thing's Location, as a single create
+ * does. A row that fails is refused (its message kept in `refused`); the rows refused here are
+ * returned as indices into the columns.
  */
-async function resolveLinks(w: WriteContext, columns: ObservationColumns) {
-  // Many groups may name the same Datastream (a client batching by time); each is looked up once.
-  const streamOf = (group: ObservationGroup) => (group.multi ? 'MultiDatastreams' : 'Datastreams');
-  const checked = new Set<string>();
-  for (const group of columns.groups) {
-    const key = `${streamOf(group)}(${group.datastreamId})`;
-    if (checked.has(key)) continue;
-    await checkLinked(w, streamOf(group), group.datastreamId, `${group.field}.${ENTITIES[streamOf(group)].singular}`);
-    checked.add(key);
-  }
-  const explicit = [...new Set(columns.featureOfInterest.filter((id): id is number => id !== null))];
-  if (explicit.length > 0) {
-    const { rows } = await sql<{ id: number | string }>`select id from ${tableOf(w.ctx, ENTITIES.FeaturesOfInterest)}
-      where id = any(${explicit}::bigint[])`.execute(w.trx);
-    const found = new Set(rows.map((row) => Number(row.id)));
-    const missing = columns.featureOfInterest.findIndex((id) => id !== null && !found.has(id));
-    if (missing >= 0) {
-      throw validationFailed(columns.featureOfInterestField(missing), `FeatureOfInterest with @iot.id ${columns.featureOfInterest[missing]} does not exist`);
+async function resolveLinks(w: WriteContext, c: ObservationColumns): Promise<Set<number>> {
+  const refusedRows = new Set<number>();
+  const refuse = (row: number, field: string, message: string) => {
+    refusedRows.add(row);
+    c.refused.set(c.source[row]!, rowError(field, message));
+  };
+  const ranges = groupRanges(c);
+  const streamIds = (multi: boolean) => [...new Set(c.groups.filter((g) => g.multi === multi).map((g) => g.datastreamId))];
+  const datastreams = await existingIds(w, 'Datastreams', streamIds(false));
+  const multiDatastreams = await resultLengths(w, streamIds(true));
+  const features = await existingIds(w, 'FeaturesOfInterest', [...new Set(c.featureOfInterest.filter((id): id is number => id !== null))]);
+  /** Per stream (`Datastreams(1)`, `MultiDatastreams(1)`): the FeatureOfInterest derived for it, or why there is none. */
+  const derived = new Map<string, number | { field: string; message: string }>();
+  for (const [g, group] of c.groups.entries()) {
+    const [start, end] = ranges[g]!;
+    const streams = streamsOf(group);
+    const singular = ENTITIES[streams].singular;
+    const expected = group.multi ? multiDatastreams.get(group.datastreamId) : undefined;
+    if (group.multi ? expected === undefined : !datastreams.has(group.datastreamId)) {
+      for (let row = start; row < end; row++) refuse(row, `${group.field}.${singular}`, `${singular} with @iot.id ${group.datastreamId} does not exist`);
+      continue;
     }
-  }
-  const derived = new Map<string, number>();
-  for (const group of columns.groups) {
-    const key = `${streamOf(group)}(${group.datastreamId})`;
-    for (let row = group.start; row < group.end; row++) {
-      if (columns.featureOfInterest[row] !== null) continue;
-      let id = derived.get(key);
-      if (id === undefined) {
-        id = await featureOfInterestFor(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`, streamOf(group));
-        derived.set(key, id);
+    const key = `${streams}(${group.datastreamId})`;
+    for (let row = start; row < end; row++) {
+      if (expected !== undefined && !resultFits(c.result[row]!, expected)) {
+        refuse(row, `${rowField(c, c.source[row]!)}[${group.resultComponent}]`, misfitMessage(expected));
+        continue;
       }
-      columns.featureOfInterest[row] = id;
+      const given = c.featureOfInterest[row];
+      if (given != null) {
+        if (!features.has(given)) refuse(row, `${rowField(c, c.source[row]!)}[${group.featureComponent}]`, `FeatureOfInterest with @iot.id ${given} does not exist`);
+        continue;
+      }
+      if (!derived.has(key)) derived.set(key, await deriveFeature(w, group, `${group.field}.FeatureOfInterest/id`));
+      const feature = derived.get(key)!;
+      if (typeof feature === 'number') c.featureOfInterest[row] = feature;
+      else refuse(row, feature.field, feature.message);
     }
+  }
+  return refusedRows;
+}
+
+const streamsOf = (group: ObservationGroup) => (group.multi ? 'MultiDatastreams' : 'Datastreams');
+
+async function deriveFeature(w: WriteContext, group: ObservationGroup, field: string): Promise<number | { field: string; message: string }> {
+  try {
+    return await featureOfInterestFor(w, group.datastreamId, field, streamsOf(group));
+  } catch (error) {
+    const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+    if (!fault) throw error;
+    return fault;
   }
 }

@@ -4,9 +4,11 @@ import { ENTITIES, type EntityDef, type NavigationDef } from './model.js';
 import { tableOf } from './resolver.js';
 import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
-import { setThingLocations } from './thing-locations.js';
+import { moveThingToHistoricalLocation, setThingLocations } from './thing-locations.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
-import { checkMultiDatastream, checkObservationResult, checkOneStream, refuseLinkFromObservedProperty } from './multi-datastream.js';
+import {
+  afterStreamLinked, checkMultiDatastream, checkObservationResult, checkOneStream, otherStreamCleared, refuseLinkFromObservedProperty,
+} from './multi-datastream.js';
 
 /**
  * Creating an entity with everything nested in it (a Thing with its Locations and Datastreams,
@@ -62,6 +64,7 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
   await linkToMany(w, entity, id, parsed, false);
   if (entity === ENTITIES.Observations) await checkObservationResult(w, id, parsed.field);
   if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, parsed.field);
+  if (entity === ENTITIES.HistoricalLocations) await moveThingToHistoricalLocation(w, id);
   return id;
 }
 
@@ -84,8 +87,11 @@ export async function linkToMany(w: WriteContext, entity: EntityDef, id: number,
           await createEntity(w, input.parsed);
         } else {
           await checkLinked(w, nav.target, input.id, input.field);
-          await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${id} where id = ${input.id}`.execute(w.trx);
-          recordChange(w, target, input.id, 'update');
+          await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${id}${otherStreamCleared(target, nav.join.column)}
+            where id = ${input.id}`.execute(w.trx);
+          await afterStreamLinked(w, target, input.id, nav.join.column);
+          // Its link changed, none of its properties.
+          recordChange(w, target, input.id, 'update', []);
         }
       }
       continue;

@@ -10,24 +10,39 @@ import { parentMissing, rankOf, scopeOf, type Target } from './target.js';
 import { dataArrayAnswer } from './data-array.js';
 import type { StaResponse } from './types.js';
 
-/** The conformance classes this server answers to (SensorThings 1.1, part 1). */
+const MQTT_CREATE = 'http://www.opengis.net/spec/iot_sensing/1.1/req/create-observations-via-mqtt/observations-creation';
+const MQTT_RECEIVE = 'http://www.opengis.net/spec/iot_sensing/1.1/req/receive-updates-via-mqtt/receive-updates';
+
+/**
+ * The conformance classes this server answers to, spelled as SensorThings 1.1 (OGC 18-088) and its
+ * extensions name them, MultiDatastream (the optional extension of 18-088) included.
+ */
 export const CONFORMANCE = [
-  'http://www.opengis.net/spec/iot_sensing/1.1/req/core',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/datamodel',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/resource-path/resource-path-to-entities',
   'http://www.opengis.net/spec/iot_sensing/1.1/req/request-data',
   'http://www.opengis.net/spec/iot_sensing/1.1/req/create-update-delete',
-  'http://www.opengis.net/spec/iot_sensing/1.1/req/batch-request',
-  'http://www.opengis.net/spec/iot_sensing/1.1/req/data-array',
-  'http://www.opengis.net/spec/iot_sensing/1.1/req/create-observations-via-mqtt',
-  'http://www.opengis.net/spec/iot_sensing/1.1/req/receive-updates-via-mqtt',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/batch-request/batch-request',
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/data-array/data-array',
+  MQTT_CREATE,
+  MQTT_RECEIVE,
   'http://www.opengis.net/spec/iot_sensing/1.1/req/multi-datastream',
 ];
 
-export function serviceRoot(baseUrl: string): StaResponse {
+/**
+ * The service root. The MQTT extension's two classes carry the broker's `endpoints` under their own
+ * key (as 18-088's example and FROST-Server show them); `mqttEndpoints` comes from the settings.
+ */
+export function serviceRoot(baseUrl: string, mqttEndpoints: readonly string[] = []): StaResponse {
+  const serverSettings: Record<string, unknown> = { conformance: CONFORMANCE };
+  if (mqttEndpoints.length > 0) {
+    for (const key of [MQTT_CREATE, MQTT_RECEIVE]) serverSettings[key] = { endpoints: [...mqttEndpoints] };
+  }
   return {
     status: 200,
     body: {
       value: ENTITY_SETS.map((name) => ({ name, url: `${baseUrl}/${name}` })),
-      serverSettings: { conformance: CONFORMANCE },
+      serverSettings,
     },
   };
 }

@@ -119,3 +119,26 @@ export async function beforeDelete(w: WriteContext, entity: EntityDef, id: numbe
     returning id`.execute(w.trx);
   for (const row of rows) w.changes.push({ schema: w.ctx.schema, entitySet: 'MultiDatastreams', id: Number(row.id), kind: 'delete' });
 }
+
+const OTHER_STREAM: Record<string, string> = { datastream_id: 'multi_datastream_id', multi_datastream_id: 'datastream_id' };
+
+/**
+ * A `$ref` write that sets an Observation's `datastream_id` or `multi_datastream_id` (`column`)
+ * takes it out of the other stream in the same statement (the table's check wants exactly one):
+ * the assignment to add after `column = …`, empty for any other link.
+ */
+export function otherStreamCleared(entity: EntityDef, column: string): RawBuilder<unknown> {
+  const other = entity === ENTITIES.Observations ? OTHER_STREAM[column] : undefined;
+  return other ? sql`, ${sql.id(other)} = null` : sql``;
+}
+
+/** After such a write: the result of an Observation that joined a MultiDatastream must fit it (else 400, undone). */
+export async function afterStreamLinked(w: WriteContext, entity: EntityDef, id: number, column: string): Promise<void> {
+  if (entity === ENTITIES.Observations && column === 'multi_datastream_id') await checkObservationResult(w, id, '');
+}
+
+/** A MultiDatastream's ObservedProperties are ranked and fixed in number: no `$ref` adds or removes one. */
+export function refuseRankedLinkRef(table: string): void {
+  if (table !== MULTI_DATASTREAM_PROPERTIES) return;
+  throw validationFailed('$ref', 'the ObservedProperties of a MultiDatastream are given, in order, when it is created or updated; they are not linked one by one');
+}

@@ -9,6 +9,7 @@ import { provisionStorage } from './storage.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
 import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
+import { writeRef, type RefWriteRequest } from './ref-writes.js';
 import type { ReadContext } from './read.js';
 import type { Change } from './write-sql.js';
 import type { StaRequest, StaResponse, StaServer } from './types.js';
@@ -30,6 +31,8 @@ export interface StaServerDeps {
    * requests of a `$batch` are each held to the same query limits as a request on its own.
    */
   limits?: StaLimits;
+  /** The MQTT broker's URLs, shown in the service root (`mqttEndpointsOf` derives them from the settings). */
+  mqttEndpoints?: readonly string[];
 }
 
 export interface StaLimits extends QueryLimits {
@@ -56,11 +59,14 @@ export async function dispatch(deps: StaServerDeps, request: StaRequest, path: R
   const isRead = request.method === 'GET' || request.method === 'HEAD';
   if (path.length === 0) {
     if (!isRead) throw new AppError('MALFORMED_REQUEST', 'The service root takes GET only', { status: 405 });
-    return serviceRoot(request.baseUrl);
+    return serviceRoot(request.baseUrl, deps.mqttEndpoints);
   }
   const target = await resolveTarget(deps.db, read, path, isRead);
   if (isRead) return getTarget(read, request, target, options);
   const writeDeps: WriteDeps = { read, ...(deps.onChange ? { onChange: deps.onChange } : {}) };
+  if (target.kind !== 'property' && target.ref) {
+    return writeRef(writeDeps, { method: request.method as RefWriteRequest['method'], body: request.body, query: request.query, baseUrl: request.baseUrl }, target);
+  }
   const write = { body: request.body, baseUrl: request.baseUrl, preferMinimal: request.preferMinimal, callerMayRead: request.rights.read };
   switch (request.method) {
     case 'POST': return createAt(writeDeps, write, target);
@@ -87,6 +93,19 @@ function takingTurns(serve: ServeWith): ServeWith {
     }
     return serve(inner, sub);
   };
+}
+
+/**
+ * Where clients reach the broker: `mqtt://{host of DATA_API_URL}:{MQTT_PORT}` (none when MQTT_PORT
+ * is off) and MQTT over WebSocket at `{DATA_API_URL}/mqtt` (ws, or wss behind https).
+ */
+export function mqttEndpointsOf(dataApiUrl: string, mqttPort: number | null): string[] {
+  const url = new URL(dataApiUrl);
+  const endpoints: string[] = [];
+  if (mqttPort !== null) endpoints.push(`mqtt://${url.hostname}:${mqttPort}`);
+  const path = url.pathname.replace(/\/+$/, '');
+  endpoints.push(`${url.protocol === 'https:' ? 'wss' : 'ws'}://${url.host}${path}/mqtt`);
+  return endpoints;
 }
 
 export function createStaServer(deps: StaServerDeps): StaServer {

@@ -13,8 +13,15 @@ import type { Database } from '../db/client.js';
  */
 export type Target =
   | { kind: 'collection'; entity: EntityDef; parent?: { entity: EntityDef; id: number; nav: NavigationDef; unchecked?: boolean }; ref: boolean }
-  | { kind: 'entity'; entity: EntityDef; id: number; ref: boolean }
+  | { kind: 'entity'; entity: EntityDef; id: number; ref: boolean; via?: Via }
   | { kind: 'property'; entity: EntityDef; id: number; property: PropertyDef | 'id'; value: boolean };
+
+/** The entity and navigation an entity was reached through (`Things(1)/Locations(5)`: Thing 1's Locations). */
+export interface Via {
+  entity: EntityDef;
+  id: number;
+  nav: NavigationDef;
+}
 
 const notFound = (what: string) => new AppError('NOT_FOUND', `${what} does not exist`);
 
@@ -108,13 +115,13 @@ export async function resolveTarget(db: Database, ctx: SqlContext, path: Resourc
         if (navId !== undefined) throw new StaQueryError('path', segment.pos, name, `${name} is a single entity and takes no id`);
         const id = await followToOne(db, ctx, target.entity, target.id, nav);
         if (id === null) throw notFound(`The ${name} of ${target.entity.singular} ${target.id}`);
-        target = { kind: 'entity', entity: next, id, ref: false };
+        target = { kind: 'entity', entity: next, id, ref: false, via: { entity: target.entity, id: target.id, nav } };
       } else if (navId !== undefined) {
-        const parentId = target.id;
+        const parentId: number = target.id;
         if (!(await exists(db, ctx, next, navId, (alias) => scopeOf(ctx, nav, parentId, alias)))) {
           throw notFound(`${next.singular} ${navId} of ${target.entity.singular} ${parentId}`);
         }
-        target = { kind: 'entity', entity: next, id: navId, ref: false };
+        target = { kind: 'entity', entity: next, id: navId, ref: false, via: { entity: target.entity, id: parentId, nav } };
       } else {
         target = { kind: 'collection', entity: next, parent: { entity: target.entity, id: target.id, nav }, ref: false };
       }

@@ -13,6 +13,11 @@ export interface Change {
   entitySet: EntitySetName;
   id: number;
   kind: 'create' | 'update' | 'delete';
+  /**
+   * An update's properties whose stored value changed (names, as in the model): property topics
+   * (`…/Things(1)/name`) are notified of these only. Absent: not known (every property followed).
+   */
+  properties?: string[];
 }
 
 /**
@@ -36,8 +41,22 @@ export interface WriteContext {
   changes: Change[];
 }
 
-export const recordChange = (w: WriteContext, entity: EntityDef, id: number, kind: Change['kind']) =>
-  w.changes.push({ schema: w.ctx.schema, entitySet: entity.set, id, kind });
+export const recordChange = (w: WriteContext, entity: EntityDef, id: number, kind: Change['kind'], properties?: string[]) =>
+  w.changes.push({ schema: w.ctx.schema, entitySet: entity.set, id, kind, ...(properties ? { properties } : {}) });
+
+/** An entity's stored row as JSON (column → value), to tell which properties an update changed. */
+export async function storedRow(w: WriteContext, entity: EntityDef, id: number): Promise<Record<string, unknown> | undefined> {
+  const { rows } = await sql<{ row: Record<string, unknown> }>`select to_jsonb(t) as row from ${tableOf(w.ctx, entity)} as t where t.id = ${id}`.execute(w.trx);
+  return rows[0]?.row;
+}
+
+/** The names of the properties whose columns differ between two stored rows of an entity. */
+export function changedProperties(entity: EntityDef, before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): string[] {
+  const columnsOf = (property: PropertyDef) => (property.kind === 'interval' ? [`${property.column}_start`, `${property.column}_end`] : [property.column]);
+  // jsonb keeps no key order and one spelling per value: equal values serialize equally.
+  const differs = (column: string) => JSON.stringify(before?.[column] ?? null) !== JSON.stringify(after?.[column] ?? null);
+  return entity.properties.filter((property) => columnsOf(property).some(differs)).map((property) => property.name);
+}
 
 /** The column assignments of one property value (an interval sets two columns). */
 export function columnValues(property: PropertyDef, value: BoundValue): [string, RawBuilder<unknown>][] {

@@ -30,9 +30,17 @@ describe('MQTT topics', () => {
     assert.equal(parseTopic(`v1/datasets/${id}/air/Observations`)?.kind, 'collection');
   });
   test('wildcards and shapes without notifications are not topics', () => {
-    for (const topic of [`v1/datasets/${id}/air/#`, `v1/datasets/${id}/+/Things`, `v1/datasets/${id}/air/Things/name`, `v1/datasets/${id}/air/Things(1)/Datastreams(2)/Observations`, `v1/datasets/${id}/air`, '$SYS/x', `v1/datasets/${id}/air/Things?$select=id`]) {
+    for (const topic of [`v1/datasets/${id}/air/#`, `v1/datasets/${id}/+/Things`, `v1/datasets/${id}/air/Things/name`, `v1/datasets/${id}/air/Things(1)/Datastreams(2)/Observations`, `v1/datasets/${id}/air`, '$SYS/x',
+      `v1/datasets/${id}/air/Things?$filter=id eq 1`, `v1/datasets/${id}/air/Things?$select=colour`, `v1/datasets/${id}/air/Things(1)/name?$select=name`,
+      `v1/datasets/${id}/air/Things(1)/Observations`, `v1/datasets/${id}/air/Things?$select=${'name,'.repeat(300)}name`]) {
       assert.equal(parseTopic(topic), null, topic);
     }
+  });
+  test('$select on a collection or entity topic: the JSON keys its messages keep', () => {
+    assert.deepEqual(parseTopic(`v1/datasets/${id}/air/Things?$select=name,description`)?.select, ['name', 'description']);
+    assert.deepEqual(parseTopic(`v1/datasets/${id}/air/Things(1)/Datastreams?$select=id, unitOfMeasurement,Observations`)?.select,
+      ['@iot.id', 'unitOfMeasurement', 'Observations@iot.navigationLink']);
+    assert.deepEqual(parseTopic(`v1/datasets/${id}/air/v1.1/Observations(3)?$select=result`), { datasetId: id, slug: 'air', path: '/Observations(3)', kind: 'entity', select: ['result'] });
   });
   test('a change is announced on its set, itself and the collections of its to-one links', () => {
     assert.deepEqual(pathsOfChange('Observations', 5, new Map([['Datastream', 7], ['FeatureOfInterest', 3]])),
@@ -45,6 +53,9 @@ describe('SensorThings change notifications', () => {
   test('100,000 changes fit in few NOTIFY payloads under 8000 bytes each, and read back', () => {
     const changes: StaChange[] = Array.from({ length: 100_000 }, (_, i) => ({ schema: 'ds_abc', entitySet: 'Observations', id: 1_000_000 + i, kind: 'create' }));
     changes.push({ schema: 'ds_abc', entitySet: 'Things', id: 1, kind: 'update' });
+    // An update's changed properties travel with it, and still fit.
+    for (let i = 0; i < 2_000; i++) changes.push({ schema: 'ds_abc', entitySet: 'Datastreams', id: 10 + i, kind: 'update', properties: ['name', 'unitOfMeasurement'] });
+    changes.push({ schema: 'ds_abc', entitySet: 'Things', id: 2, kind: 'update', properties: [] });
     const payloads = encode(changes);
     assert.ok(payloads.length < 200, `${payloads.length} payloads`);
     for (const payload of payloads) assert.ok(Buffer.byteLength(payload) < 8000);

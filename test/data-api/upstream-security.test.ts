@@ -143,14 +143,48 @@ describe('upstream mode under attack', () => {
       assert.deepEqual(JSON.parse(upstream[0]!.body), { requests: [{ id: 'p1', method: 'patch', url: 'Things(1)', body: {} }] });
     });
 
+    test('a multipart batch: authorized request by request, the upstream gets the rebuilt JSON batch, the caller a multipart answer', async () => {
+      const http = (request: string, contentId?: string) =>
+        `Content-Type: application/http\r\n${contentId ? `Content-ID: ${contentId}\r\n` : ''}\r\n${request}`;
+      const body = [
+        '--b', http('GET /v1.1/Things(1) HTTP/1.1\r\nHost: x'),
+        '--b', 'Content-Type: multipart/mixed; boundary=cs', '',
+        '--cs', http('POST Things HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"name":"n","description":"d"}', '1'),
+        '--cs', http('POST $1/Datastreams HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"name":"ds"}', '2'),
+        '--cs--',
+        '--b--', '',
+      ].join('\r\n');
+      let answer!: LightMyRequestResponse;
+      const upstream = await received(async () => {
+        answer = await closed.request('POST', '/$batch', body, as(reader, { 'content-type': 'multipart/mixed; boundary=b' }));
+      });
+      assert.equal(answer.statusCode, 200, answer.body);
+      const boundary = /^multipart\/mixed; boundary=(.+)$/.exec(String(answer.headers['content-type']))?.[1];
+      assert.ok(boundary, String(answer.headers['content-type']));
+      const parts = answer.body.split(`--${boundary}`).slice(1, -1);
+      assert.equal(parts.length, 2);
+      assert.match(parts[0]!, /HTTP\/1\.1 200 OK/);
+      assert.ok(parts[0]!.includes(`${closed.publicBase}/Things(1)`), parts[0]);
+      // The change set failed as a whole: its one answer is the refused write, with its Content-ID.
+      assert.match(parts[1]!, /Content-ID: 1\r\n\r\nHTTP\/1\.1 403 Forbidden/);
+      assert.deepEqual(upstream.map((s) => [s.method, s.url]), [['POST', `${ROOT}/$batch`]]);
+      assert.equal(upstream[0]!.headers['content-type'], 'application/json');
+      assert.deepEqual(JSON.parse(upstream[0]!.body), { requests: [{ id: 'part1', method: 'get', url: 'Things(1)' }] });
+    });
+
     test('a batch the gateway cannot parse, or whose urls leave the API, never reaches the upstream', async () => {
       const gateway = closed.gateway;
       const raw = (payload: string, contentType: string) => gateway.inject({
         method: 'POST', url: `${closed.base}/$batch`, headers: { authorization: `Bearer ${readerWriter}`, 'content-type': contentType }, payload,
       });
-      const multipart = '--b\r\nContent-Type: application/http\r\n\r\nPOST Things HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"name":"x"}\r\n--b--\r\n';
+      // A multipart batch that is malformed, or that names a url off the API, is refused like a JSON one.
+      const part = (line: string) => `Content-Type: application/http\r\n\r\n${line}\r\nContent-Type: application/json\r\n\r\n{"name":"x"}`;
+      const unclosed = `--b\r\n${part('POST Things HTTP/1.1')}\r\n`;
+      const offTheApi = `--b\r\n${part(`POST ${open.publicBase}/Things HTTP/1.1`)}\r\n--b--\r\n`;
       const upstream = await received(async () => {
-        for (const response of [await raw(multipart, 'multipart/mixed; boundary=b'), await raw('<requests/>', 'text/xml'), await raw('requests=1', 'application/x-www-form-urlencoded')]) {
+        expectFieldError(await raw(unclosed, 'multipart/mixed; boundary=b'), 'body');
+        expectFieldError(await raw(offTheApi, 'multipart/mixed; boundary=b'), 'requests[0].url');
+        for (const response of [await raw('<requests/>', 'text/xml'), await raw('requests=1', 'application/x-www-form-urlencoded')]) {
           assert.equal(response.statusCode, 415, response.body);
           assert.equal(response.json().type, 'urn:platform:error:UNSUPPORTED_MEDIA_TYPE');
         }

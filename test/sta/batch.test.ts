@@ -186,13 +186,19 @@ for (const kind of databaseKinds()) {
       assert.equal((await sta.request('POST', '/$batch', { requests: exactlyMax })).statusCode, 200);
     });
 
-    test('the multipart format is not served: 415; GET on $batch: 405', async () => {
+    test('the multipart format is served beside JSON (test/sta/batch-multipart.test.ts); another body type: 415; GET on $batch: 405', async () => {
       const multipart = await sta.gateway.inject({
         method: 'POST', url: `${sta.base}/$batch`,
         headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'multipart/mixed; boundary=batch_1' },
         payload: '--batch_1\r\nContent-Type: application/http\r\n\r\nGET Things HTTP/1.1\r\n\r\n--batch_1--\r\n',
       });
-      expectProblem(multipart, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.equal(multipart.statusCode, 200, multipart.body);
+      assert.match(String(multipart.headers['content-type']), /^multipart\/mixed; boundary=/);
+      const text = await sta.gateway.inject({
+        method: 'POST', url: `${sta.base}/$batch`,
+        headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'text/plain' }, payload: 'requests',
+      });
+      expectProblem(text, 415, 'UNSUPPORTED_MEDIA_TYPE');
       expectProblem(await sta.request('GET', '/$batch'), 405, 'MALFORMED_REQUEST');
     });
   });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { datastream, feature, location, thing } from './fixtures.js';
+import { datastream, feature, location, multiDatastream, thing } from './fixtures.js';
 
 /** `CreateObservations` (create observations via dataArray), through the data API gateway. */
 
@@ -70,32 +70,88 @@ for (const kind of databaseKinds()) {
       assert.equal(singleFeature['@iot.id'], read[0].FeatureOfInterest['@iot.id']);
     });
 
-    test('all or nothing: the first bad value is a 400 naming its position, and nothing is stored', async () => {
-      const before = (await sta.request('GET', `/Datastreams(${located})/Observations?$count=true&$top=0`)).json()['@iot.count'];
-      const rows = Array.from({ length: 20 }, (_, i) => [hour(i), i]);
+    test('a row that fails answers its own "error" entry (naming the value at fault); the other rows are stored', async () => {
+      const count = async (id: number) => (await sta.request('GET', `/Datastreams(${id})/Observations?$count=true&$top=0`)).json()['@iot.count'] as number;
+      const before = await count(located);
+      const rows: unknown[][] = Array.from({ length: 20 }, (_, i) => [hour(i), i]);
       rows[17] = [hour(17), 1, 'extra'];
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result'], rows)]), '[0].dataArray[17]');
-      rows[17] = ['yesterday', 1];
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result'], rows)]), '[0].dataArray[17][0]');
-      rows[17] = [hour(17), 1];
-      const badParameters = [[hour(1), 1, 'not an object']];
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result'], rows), group(located, ['phenomenonTime', 'result', 'parameters'], badParameters)]), '[1].dataArray[0][2]');
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result', 'FeatureOfInterest/id'], [[hour(1), 1, 987654]])]), '[0].dataArray[0][2]');
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result', 'FeatureOfInterest/id'], [[hour(1), 1, 'x']])]), '[0].dataArray[0][2]');
-      expectFieldError(await create([group(located, ['phenomenonTime'], [[hour(1)]])]), '[0].components');
-      expectFieldError(await create([group(located, ['phenomenonTime', 'result', 'colour'], [[hour(1), 1, 'red']])]), '[0].components[2]');
-      expectFieldError(await create([{ ...group(located, ['phenomenonTime', 'result'], rows), 'dataArray@iot.count': 3 }]), '[0].dataArray@iot.count');
-      expectFieldError(await create({ Datastream: { '@iot.id': located } }), 'body');
-      expectFieldError(await create([{ components: ['phenomenonTime', 'result'], dataArray: [] }]), '[0].Datastream');
-      // A Thing without a Location gives no FeatureOfInterest to derive.
-      expectFieldError(await create([group(unlocated, ['phenomenonTime', 'result'], [[hour(1), 1]])]), '[0].FeatureOfInterest/id');
-      const after = (await sta.request('GET', `/Datastreams(${located})/Observations?$count=true&$top=0`)).json()['@iot.count'];
-      assert.equal(after, before);
+      rows[3] = ['yesterday', 3];
+      // JSON takes a NUL character, PostgreSQL's jsonb does not: the database refuses this row alone.
+      rows[9] = [hour(9), 'nul \u0000 inside'];
+      const response = await create([
+        group(located, ['phenomenonTime', 'result'], rows),
+        group(located, ['phenomenonTime', 'result', 'parameters'], [[hour(30), 30, 'not an object'], [hour(31), 31, { ok: true }]]),
+        group(located, ['phenomenonTime', 'result', 'FeatureOfInterest/id'], [[hour(40), 40, 987654], [hour(41), 41, 'x'], [hour(42), 42, null]]),
+        group(unlocated, ['phenomenonTime', 'result'], [[hour(50), 50]]),
+        group(987654, ['phenomenonTime', 'result'], [[hour(60), 60], [hour(61), 61]]),
+      ]);
+      assert.equal(response.statusCode, 201, response.body);
+      const entries: string[] = response.json();
+      assert.equal(entries.length, 20 + 2 + 3 + 1 + 2);
+      const expected: Record<number, RegExp> = {
+        3: /^error \[0\]\.dataArray\[3\]\[0\]: must be an ISO 8601 date-time$/,
+        9: /^error \[0\]\.dataArray\[9\]: the database refused this row$/,
+        17: /^error \[0\]\.dataArray\[17\]: must be an array of 2 values/,
+        20: /^error \[1\]\.dataArray\[0\]\[2\]: must be a JSON object$/,
+        22: /^error \[2\]\.dataArray\[0\]\[2\]: FeatureOfInterest with @iot\.id 987654 does not exist$/,
+        23: /^error \[2\]\.dataArray\[1\]\[2\]: must be a FeatureOfInterest id/,
+        25: /^error \[3\]\.FeatureOfInterest\/id: is required: the Thing of this Datastream has no Location/,
+        26: /^error \[4\]\.Datastream: Datastream with @iot\.id 987654 does not exist$/,
+        27: /^error \[4\]\.Datastream: /,
+      };
+      const stored: number[] = [];
+      entries.forEach((entry, i) => {
+        if (expected[i]) assert.match(entry, expected[i]!, `entry ${i}`);
+        else {
+          assert.ok(entry.startsWith(`${sta.publicBase}/Observations(`), `entry ${i}: ${entry}`);
+          stored.push(i);
+        }
+      });
+      assert.equal(stored.length, 28 - 9);
+      assert.equal(await count(located), before + stored.length);
+      // The stored ones are the rows they stand for.
+      const results = await Promise.all(stored.map(async (i) => (await sta.request('GET', `${entries[i]!.slice(sta.publicBase.length)}/result`)).json().result));
+      assert.deepEqual(results, [0, 1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 18, 19, 31, 42]);
+      assert.equal(await count(unlocated), 0);
     });
 
-    test('an unknown Datastream is a 400 naming it', async () => {
-      const unknown = expectFieldError(await create([group(located, ['phenomenonTime', 'result'], [[hour(1), 1]]), group(987654, ['phenomenonTime', 'result'], [[hour(1), 1]])]), '[1].Datastream');
-      assert.match(unknown.detail, /987654/);
+    test('a MultiDatastream group: a row whose result is not an array of the declared length answers "error"; the others are stored, their FeatureOfInterest derived', async () => {
+      const thingId = (await sta.request('GET', `/Datastreams(${located})/Thing`)).json()['@iot.id'];
+      const multi = await sta.request('POST', `/Things(${thingId})/MultiDatastreams`, multiDatastream('Bulk wind'));
+      assert.equal(multi.statusCode, 201, multi.body);
+      const multiId = multi.json()['@iot.id'];
+      const response = await create([
+        { MultiDatastream: { '@iot.id': multiId }, components: ['phenomenonTime', 'result'], dataArray: [[hour(70), [1, 10]], [hour(71), [2]], [hour(72), 'calm'], [hour(73), [3, 30]]] },
+        group(located, ['phenomenonTime', 'result'], [[hour(74), 74]]),
+      ]);
+      assert.equal(response.statusCode, 201, response.body);
+      const entries: string[] = response.json();
+      assert.equal(entries.length, 5);
+      assert.match(entries[1]!, /^error \[0\]\.dataArray\[1\]\[1\]: must be an array of 2 values, one per ObservedProperty/);
+      assert.match(entries[2]!, /^error \[0\]\.dataArray\[2\]\[1\]: must be an array of 2 values/);
+      for (const i of [0, 3, 4]) assert.ok(entries[i]!.startsWith(`${sta.publicBase}/Observations(`), `entry ${i}: ${entries[i]}`);
+      const stored = (await sta.request('GET', `/MultiDatastreams(${multiId})/Observations?$orderby=phenomenonTime&$select=result&$expand=FeatureOfInterest($select=name)`)).json().value;
+      assert.deepEqual(stored.map((o: Json) => o.result), [[1, 10], [3, 30]]);
+      assert.deepEqual(stored.map((o: Json) => o.FeatureOfInterest.name), ['Bulk site', 'Bulk site']);
+      const single = (await sta.request('GET', `${entries[4]!.slice(sta.publicBase.length)}?$expand=Datastream($select=id)`)).json();
+      assert.equal(single.result, 74);
+      assert.equal(single.Datastream['@iot.id'], located);
+    });
+
+    test('a request whose shape is wrong is a 400 naming where, and stores nothing', async () => {
+      const before = (await sta.request('GET', `/Datastreams(${located})/Observations?$count=true&$top=0`)).json()['@iot.count'];
+      const rows = [[hour(1), 1], [hour(2), 2]];
+      const good = group(located, ['phenomenonTime', 'result'], rows);
+      expectFieldError(await create([good, group(located, ['phenomenonTime'], [[hour(1)]])]), '[1].components');
+      expectFieldError(await create([good, group(located, ['phenomenonTime', 'result', 'colour'], [[hour(1), 1, 'red']])]), '[1].components[2]');
+      expectFieldError(await create([good, { ...good, 'dataArray@iot.count': 3 }]), '[1].dataArray@iot.count');
+      expectFieldError(await create([good, { ...good, dataArray: 'rows' }]), '[1].dataArray');
+      expectFieldError(await create([good, { ...good, colour: 'red' }]), '[1].colour');
+      expectFieldError(await create({ Datastream: { '@iot.id': located } }), 'body');
+      expectFieldError(await create([]), 'body');
+      expectFieldError(await create([good, { components: ['phenomenonTime', 'result'], dataArray: [] }]), '[1].Datastream');
+      const after = (await sta.request('GET', `/Datastreams(${located})/Observations?$count=true&$top=0`)).json()['@iot.count'];
+      assert.equal(after, before);
     });
 
     test('a read-only caller is refused at the gateway; a writer is served', async () => {

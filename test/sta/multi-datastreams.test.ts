@@ -169,15 +169,60 @@ for (const kind of databaseKinds()) {
       assert.equal(created.statusCode, 201, created.body);
       assert.equal(created.json().length, 2);
       const before = await count(`/MultiDatastreams(${multiId})/Observations`);
-      expectFieldError(await sta.request('POST', '/CreateObservations', [group([['2022-01-01T00:02:00Z', [3, 30]], ['2022-01-01T00:03:00Z', [4]]])]), '[0].dataArray[1][1]');
+      // A wrong shape of the request (a group naming both streams) refuses it whole.
       expectFieldError(await sta.request('POST', '/CreateObservations', [{ ...group([]), Datastream: { '@iot.id': 1 } }]), '[0].Datastream');
-      expectFieldError(await sta.request('POST', '/CreateObservations', [{ ...group([['2022-01-01T00:02:00Z', [3, 30]]]), MultiDatastream: { '@iot.id': 987654 } }]), '[0].MultiDatastream');
       assert.equal(await count(`/MultiDatastreams(${multiId})/Observations`), before, 'nothing of a refused request is stored');
+      // A misfit row or a missing MultiDatastream answers its own "error" entry; the other rows are stored.
+      const mixed = await sta.request('POST', '/CreateObservations', [
+        group([['2022-01-01T00:02:00Z', [3, 30]], ['2022-01-01T00:03:00Z', [4]], ['2022-01-01T00:04:00Z', 5]]),
+        { ...group([['2022-01-01T00:05:00Z', [6, 60]]]), MultiDatastream: { '@iot.id': 987654 } },
+      ]);
+      assert.equal(mixed.statusCode, 201, mixed.body);
+      const entries: string[] = mixed.json();
+      assert.equal(entries.length, 4);
+      assert.ok(entries[0]!.startsWith(`${sta.publicBase}/Observations(`), entries[0]);
+      assert.match(entries[1]!, /^error \[0\]\.dataArray\[1\]\[1\]: must be an array of 2 values/);
+      assert.match(entries[2]!, /^error \[0\]\.dataArray\[2\]\[1\]: must be an array of 2 values/);
+      assert.match(entries[3]!, /^error \[1\]\.MultiDatastream: MultiDatastream with @iot\.id 987654 does not exist$/);
+      assert.equal(await count(`/MultiDatastreams(${multiId})/Observations`), before + 1);
       const answer = await get(`/MultiDatastreams(${multiId})/Observations?$resultFormat=dataArray&$select=result&$orderby=phenomenonTime`);
       assert.deepEqual(answer.value, [{
         'MultiDatastream@iot.navigationLink': `${sta.publicBase}/MultiDatastreams(${multiId})`,
-        components: ['result'], 'dataArray@iot.count': 2, dataArray: [[[1, 10]], [[2, 20]]],
+        components: ['result'], 'dataArray@iot.count': 3, dataArray: [[[1, 10]], [[2, 20]], [[3, 30]]],
       }]);
+    });
+
+    test('$ref writes and PATCH links: an Observation moved to the other stream leaves the first, its result checked; ObservedProperties are not linked one by one', async () => {
+      const { thingId, multiId, multi } = await station('Ref');
+      const streamId = (await sta.request('POST', `/Things(${thingId})/Datastreams`, datastream('Ref stream'))).json()['@iot.id'];
+      const scalar = (await sta.request('POST', `/Datastreams(${streamId})/Observations`, { result: 7 })).json()['@iot.id'];
+      const pair = (await sta.request('POST', `/Datastreams(${streamId})/Observations`, { result: [8, 80] })).json()['@iot.id'];
+      const ref = (id: number) => ({ '@odata.id': `${sta.publicBase}/Observations(${id})` });
+      expectFieldError(await sta.request('POST', `/MultiDatastreams(${multiId})/Observations/$ref`, ref(scalar)), 'result');
+      assert.equal((await get(`/Observations(${scalar})/Datastream`))['@iot.id'], streamId, 'the refused move is undone');
+      const moved = await sta.request('POST', `/MultiDatastreams(${multiId})/Observations/$ref`, ref(pair));
+      assert.equal(moved.statusCode, 204, moved.body);
+      assert.equal((await get(`/Observations(${pair})/MultiDatastream`))['@iot.id'], multiId);
+      assert.equal((await sta.request('GET', `/Observations(${pair})/Datastream`)).statusCode, 404);
+      // PUT replaces the link the Observation has: its MultiDatastream, for another one.
+      const other = (await sta.request('POST', `/Things(${thingId})/MultiDatastreams`, multiDatastream('Ref other'))).json()['@iot.id'];
+      const replaced = await sta.request('PUT', `/Observations(${pair})/MultiDatastream/$ref`, { '@iot.id': other });
+      assert.equal(replaced.statusCode, 204, replaced.body);
+      const back = await sta.request('POST', `/Datastreams(${streamId})/Observations/$ref`, { '@iot.id': pair });
+      assert.equal(back.statusCode, 204, back.body);
+      assert.equal((await sta.request('GET', `/Observations(${pair})/MultiDatastream`)).statusCode, 404);
+      assert.equal(await count(`/MultiDatastreams(${multiId})/Observations`) + await count(`/MultiDatastreams(${other})/Observations`), 0);
+      // A PATCH listing an Observation of the other stream moves it likewise.
+      expectFieldError(await sta.request('PATCH', `/MultiDatastreams(${multiId})`, { Observations: [{ '@iot.id': scalar }] }), 'result');
+      const listed = await sta.request('PATCH', `/MultiDatastreams(${multiId})`, { Observations: [{ '@iot.id': pair }] });
+      assert.equal(listed.statusCode, 200, listed.body);
+      assert.equal((await sta.request('GET', `/Observations(${pair})/Datastream`)).statusCode, 404);
+      assert.equal((await get(`/Observations(${pair})/MultiDatastream`))['@iot.id'], multiId);
+      const propertyId = multi.ObservedProperties[0]['@iot.id'];
+      expectFieldError(await sta.request('DELETE', `/MultiDatastreams(${multiId})/ObservedProperties(${propertyId})/$ref`), '$ref');
+      const extra = (await sta.request('POST', '/ObservedProperties', observedProperty('Gust'))).json()['@iot.id'];
+      expectFieldError(await sta.request('POST', `/MultiDatastreams(${multiId})/ObservedProperties/$ref`, { '@iot.id': extra }), '$ref');
+      assert.equal(await count(`/MultiDatastreams(${multiId})/ObservedProperties`), 2);
     });
 
     test('$batch: a MultiDatastream and its Observation in one atomicity group; a misfit result rolls the group back', async () => {

@@ -21,7 +21,7 @@ const bodyOf = (response: { body?: unknown }) => response.body as Json;
 for (const kind of databaseKinds()) {
   describe(`SensorThings store writes (${kind})`, () => {
     let store: Store;
-    const changes: { entitySet: string; id: number; kind: string }[] = [];
+    const changes: { entitySet: string; id: number; kind: string; properties?: string[] }[] = [];
     before(async () => {
       store = await openStore(kind, { onChange: (change) => changes.push(change) });
     });
@@ -185,6 +185,8 @@ for (const kind of databaseKinds()) {
       await store.call('PATCH', `/Things(${id})`, { body: { name: 'Still heard' } });
       await store.call('DELETE', `/Things(${id})`);
       assert.deepEqual(changes.map((c) => `${c.entitySet}(${c.id}):${c.kind}`), [`Things(${id}):update`, `Things(${id}):delete`]);
+      // An update says which properties' stored values it changed (property topics are notified of those only).
+      assert.deepEqual(changes[0]!.properties, ['name']);
       changes.length = 0;
       await rejects(store.call('POST', '/Things', { body: thing('x', { Datastreams: [datastream('y', { Sensor: { '@iot.id': 424242 } })] }) }), 400, /424242/);
       assert.deepEqual(changes, [], 'a rolled-back write announces nothing');

@@ -51,7 +51,8 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   const own = ctx.databaseUrl ? openDatabase({ url: ctx.databaseUrl, dataDir: null, poolSize: 2 }, log) : null;
   const db = own ?? ctx.db;
   const sta = own ? createStaServer({ db: own, postgis: ctx.postgis, limits: ctx.config.dataApi.limits }) : ctx.sta;
-  const access = new MqttAccess({ callers: new CallerCache(db), verifier: ctx.verifier, routes, log });
+  const access = new MqttAccess({
+    callers: new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')), verifier: ctx.verifier, routes, log });
   const sessions = new WeakMap<Client, MqttSession>();
   const clientIds = new ClientIdBindings();
   /** The connected client of each client id, for the notifier's subscribers. */

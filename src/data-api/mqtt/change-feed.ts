@@ -8,6 +8,8 @@ export interface StaChange {
   entitySet: string;
   id: number;
   kind: 'create' | 'update' | 'delete';
+  /** An update's changed properties, when the writer knew them (see the store's Change). */
+  properties?: string[];
 }
 
 export type ChangeHandler = (changes: StaChange[]) => void;
@@ -16,8 +18,11 @@ export const STA_CHANGES_CHANNEL = 'sta_changes';
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more; leave room for the JSON around the ids. */
 const MAX_PAYLOAD_BYTES = 7_000;
 
-/** A NOTIFY payload: one schema, one entity set and kind, many ids (`{"s","e","k","i":[…]}`). */
-interface Wire { s: string; e: string; k: StaChange['kind']; i: number[] }
+/**
+ * A NOTIFY payload: one schema, one entity set and kind, many ids (`{"s","e","k","i":[…]}`), and
+ * for updates whose changed properties are known, their names beside each id (`"p":[[…],…]`).
+ */
+interface Wire { s: string; e: string; k: StaChange['kind']; i: number[]; p?: string[][] }
 
 /**
  * Carries committed SensorThings writes to every gateway process, whichever process wrote them:
@@ -101,27 +106,34 @@ export class StaChangeFeed {
 export function encode(changes: StaChange[]): string[] {
   const groups = new Map<string, Wire>();
   for (const change of changes) {
-    const key = `${change.schema}\u0000${change.entitySet}\u0000${change.kind}`;
+    const known = change.properties !== undefined;
+    const key = `${change.schema}\u0000${change.entitySet}\u0000${change.kind}\u0000${known}`;
     let group = groups.get(key);
-    if (!group) groups.set(key, group = { s: change.schema, e: change.entitySet, k: change.kind, i: [] });
+    if (!group) groups.set(key, group = { s: change.schema, e: change.entitySet, k: change.kind, i: [], ...(known ? { p: [] } : {}) });
     group.i.push(change.id);
+    if (known) group.p!.push(change.properties!);
   }
   const payloads: string[] = [];
   for (const group of groups.values()) {
-    const head = JSON.stringify({ ...group, i: [] }).length;
+    const empty = { ...group, i: [], ...(group.p ? { p: [] } : {}) };
+    const head = JSON.stringify(empty).length;
     let ids: number[] = [];
+    let names: string[][] = [];
     let size = head;
-    for (const id of group.i) {
-      const more = String(id).length + 1;
+    const flush = () => payloads.push(JSON.stringify({ ...group, i: ids, ...(group.p ? { p: names } : {}) }));
+    group.i.forEach((id, k) => {
+      const more = String(id).length + 1 + (group.p ? JSON.stringify(group.p[k]).length + 1 : 0);
       if (ids.length > 0 && size + more > MAX_PAYLOAD_BYTES) {
-        payloads.push(JSON.stringify({ ...group, i: ids }));
+        flush();
         ids = [];
+        names = [];
         size = head;
       }
       ids.push(id);
+      if (group.p) names.push(group.p[k]!);
       size += more;
-    }
-    if (ids.length > 0) payloads.push(JSON.stringify({ ...group, i: ids }));
+    });
+    if (ids.length > 0) flush();
   }
   return payloads;
 }
@@ -132,7 +144,15 @@ export function decode(payload: string | undefined): StaChange[] {
     const wire = JSON.parse(payload ?? '') as Wire;
     if (typeof wire.s !== 'string' || typeof wire.e !== 'string' || !Array.isArray(wire.i)) return [];
     if (wire.k !== 'create' && wire.k !== 'update' && wire.k !== 'delete') return [];
-    return wire.i.filter(Number.isSafeInteger).map((id) => ({ schema: wire.s, entitySet: wire.e, id, kind: wire.k }));
+    const names = Array.isArray(wire.p) && wire.p.length === wire.i.length ? wire.p : undefined;
+    const changes: StaChange[] = [];
+    wire.i.forEach((id, k) => {
+      if (!Number.isSafeInteger(id)) return;
+      const properties = names?.[k];
+      const known = Array.isArray(properties) && properties.every((name) => typeof name === 'string');
+      changes.push({ schema: wire.s, entitySet: wire.e, id, kind: wire.k, ...(known ? { properties } : {}) });
+    });
+    return changes;
   } catch {
     return [];
   }

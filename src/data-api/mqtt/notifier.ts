@@ -3,7 +3,7 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
 import type { StaChange } from './change-feed.js';
 import type { SubscriptionIndex } from './subscriptions.js';
 import { findEntities, type FoundEntity } from './entity-lookup.js';
-import { pathsOfChange, routeTopicPrefix, topicsOfPath } from './topics.js';
+import { parseTopic, pathsOfChange, routeTopicPrefix, selected, topicsOfPath } from './topics.js';
 
 export interface NotifierDeps {
   sta: StaServer;
@@ -24,8 +24,8 @@ export interface NotifierDeps {
 
 /** Beyond this many changes waiting to be fetched, new ones are dropped (with one warning per burst). */
 const MAX_BACKLOG = 50_000;
-/** Property values remembered per entity, to tell a changed property from one merely written again. */
-const MAX_REMEMBERED_ENTITIES = 10_000;
+/** `$select` topics whose parse is kept. */
+const MAX_SELECTIONS = 10_000;
 /**
  * Changes read before their messages go out together (one check of the subscribers' rights). Their
  * entities are read a few hundred per query, so a large batch costs little more than a small one;
@@ -41,9 +41,11 @@ interface Message { topic: string; text: string }
 /**
  * Turns committed changes into MQTT messages for this broker's subscribers (OGC 18-088 §14.2):
  * the entity as a GET answers it, on its entity set, itself and the navigation collections of its
- * to-one links; on a property topic, `{"name": value}` when the value differs from the last one
- * seen. Deletes are not announced (the standard notifies creates and updates). A change is only
- * read when some topic of its route has a subscriber here. The changes waiting are read in
+ * to-one links, and only the properties named on their `?$select=…` variants; on a property topic,
+ * `{"name": value}` when the entity was created, or updated with that property's stored value
+ * changed (the writer compares the row before and after and says which properties changed, so
+ * every process decides alike, whatever it saw before). Deletes are not announced (the standard
+ * notifies creates and updates). A change is only read when some topic of its route has a subscriber here. The changes waiting are read in
  * batches, one collection query per route, entity set and few hundred ids, one query at a time:
  * a query per change could not keep up with a thousand writes a second (its messages fell behind
  * by a second and more), and one at a time keeps a bulk insert followed by subscribers from
@@ -54,7 +56,8 @@ export class ChangeNotifier {
   private draining = false;
   private drainScheduled = false;
   private dropping = false;
-  private readonly remembered = new Map<string, Map<string, string>>();
+  /** The JSON keys of each `$select` topic subscribed (parsed once; cleared when it grows large). */
+  private readonly selections = new Map<string, string[] | undefined>();
 
   constructor(private readonly deps: NotifierDeps) {}
 
@@ -147,22 +150,29 @@ export class ChangeNotifier {
         if (this.deps.subscriptions.has(topic)) messages.push({ topic, text: message });
       }
     };
-    for (const path of pathsOfChange(entitySet, id, linkIds)) publishOn(path, text);
-    this.notifyProperties(route, `/${entitySet}(${id})`, entity, publishOn);
+    for (const path of pathsOfChange(entitySet, id, linkIds)) {
+      publishOn(path, text);
+      // `…?$select=name,description`: the entity with those properties only.
+      for (const topic of topicsOfPath(route.datasetId, route.slug, path)) {
+        for (const variant of this.deps.subscriptions.variantsOf(topic)) {
+          const select = this.selectionOf(variant);
+          if (select) messages.push({ topic: variant, text: JSON.stringify(selected(entity, select)) });
+        }
+      }
+    }
+    // An update says which properties it changed; a writer that does not know counts as all.
+    const changed = change.kind === 'update' && change.properties ? new Set(change.properties) : null;
+    for (const name of Object.keys(entity)) {
+      if (name.includes('@') || (changed && !changed.has(name))) continue;
+      publishOn(`/${entitySet}(${id})/${name}`, `{${JSON.stringify(name)}:${JSON.stringify(entity[name] ?? null)}}`);
+    }
   }
 
-  private notifyProperties(route: PayloadRoute, entityPath: string, entity: Record<string, unknown>, publishOn: (path: string, text: string) => void): void {
-    const properties = Object.keys(entity).filter((name) => !name.includes('@'));
-    const followed = properties.filter((name) => topicsOfPath(route.datasetId, route.slug, `${entityPath}/${name}`).some((topic) => this.deps.subscriptions.has(topic)));
-    const key = `${route.datasetId}/${route.slug}${entityPath}`;
-    if (followed.length === 0) return void this.remembered.delete(key);
-    const before = this.remembered.get(key);
-    const now = new Map(properties.map((name) => [name, JSON.stringify(entity[name] ?? null)]));
-    for (const name of followed) {
-      if (before?.get(name) !== now.get(name)) publishOn(`${entityPath}/${name}`, `{${JSON.stringify(name)}:${now.get(name)}}`);
+  private selectionOf(topic: string): string[] | undefined {
+    if (!this.selections.has(topic)) {
+      if (this.selections.size >= MAX_SELECTIONS) this.selections.clear();
+      this.selections.set(topic, parseTopic(topic)?.select);
     }
-    this.remembered.delete(key);
-    this.remembered.set(key, now);
-    if (this.remembered.size > MAX_REMEMBERED_ENTITIES) this.remembered.delete(this.remembered.keys().next().value!);
+    return this.selections.get(topic);
   }
 }

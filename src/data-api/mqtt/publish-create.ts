@@ -27,7 +27,7 @@ export async function createFromPublish(
   maxJsonDepth: number,
 ): Promise<void> {
   const where = { datasetId: route.datasetId, slug: route.slug, path: topic.path };
-  if (topic.kind !== 'collection') return log.info(where, 'MQTT publish dropped: only an entity set or a navigation collection takes new entities');
+  if (topic.kind !== 'collection' || topic.select) return log.info(where, 'MQTT publish dropped: only an entity set or a navigation collection (without $select) takes new entities');
   const text = payload.toString('utf8');
   // Checked before parsing, as HTTP bodies are: the SensorThings server walks the entity recursively.
   if (depthExceededAt(text, maxJsonDepth) >= 0) return log.info(where, `MQTT publish dropped: the message nests deeper than ${maxJsonDepth} levels`);

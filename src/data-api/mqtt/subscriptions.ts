@@ -2,11 +2,14 @@
  * Which exact topics this broker's clients subscribe to. Wildcards are refused, so a notification
  * is wanted exactly when its topic is in here; the notifier asks before it spends a query on a
  * change, so a bulk insert into a dataset nobody follows on this process costs a map lookup each.
+ * A `$select` topic (`…/Things?$select=name`) is also listed under its resource's topic
+ * (`…/Things`), so that a message for the resource finds the projections it is wanted in.
  */
 export class SubscriptionIndex {
   private readonly topicClients = new Map<string, Set<string>>();
   private readonly prefixCounts = new Map<string, number>();
   private readonly byClient = new Map<string, Set<string>>();
+  private readonly variants = new Map<string, Set<string>>();
 
   constructor(private readonly prefixOf: (topic: string) => string | null) {}
 
@@ -18,6 +21,12 @@ export class SubscriptionIndex {
     let clients = this.topicClients.get(topic);
     if (!clients) this.topicClients.set(topic, clients = new Set());
     clients.add(clientId);
+    if (clients.size === 1 && topic.includes('?')) {
+      const resource = topic.slice(0, topic.indexOf('?'));
+      let variants = this.variants.get(resource);
+      if (!variants) this.variants.set(resource, variants = new Set());
+      variants.add(topic);
+    }
     const prefix = this.prefixOf(topic);
     if (prefix) bump(this.prefixCounts, prefix, 1);
   }
@@ -28,7 +37,15 @@ export class SubscriptionIndex {
     if (topics.size === 0) this.byClient.delete(clientId);
     const clients = this.topicClients.get(topic);
     clients?.delete(clientId);
-    if (clients?.size === 0) this.topicClients.delete(topic);
+    if (clients?.size === 0) {
+      this.topicClients.delete(topic);
+      if (topic.includes('?')) {
+        const resource = topic.slice(0, topic.indexOf('?'));
+        const variants = this.variants.get(resource);
+        variants?.delete(topic);
+        if (variants?.size === 0) this.variants.delete(resource);
+      }
+    }
     const prefix = this.prefixOf(topic);
     if (prefix) bump(this.prefixCounts, prefix, -1);
   }
@@ -39,6 +56,11 @@ export class SubscriptionIndex {
 
   has(topic: string): boolean {
     return this.topicClients.has(topic);
+  }
+
+  /** The subscribed topics that are a resource's topic with a query (`…/Things?$select=name` of `…/Things`). */
+  variantsOf(resource: string): Iterable<string> {
+    return this.variants.get(resource) ?? [];
   }
 
   /** The client ids subscribed to a topic. */

@@ -14,6 +14,7 @@ import * as accessVersion from './0013_access_version.js';
 import * as accessVersionAtCommit from './0014_access_version_at_commit.js';
 import * as secretsKey from './0015_secrets_key.js';
 import * as pipelineRuntime from './0016_pipeline_runtime.js';
+import * as personalAccessTokens from './0017_personal_access_tokens.js';
 import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
 
 /**
@@ -36,5 +37,6 @@ export const migrations: Record<string, Migration> = {
   '0014_access_version_at_commit': accessVersionAtCommit,
   '0015_secrets_key': secretsKey,
   '0016_pipeline_runtime': pipelineRuntime,
+  '0017_personal_access_tokens': personalAccessTokens,
   '0019_sta_multi_datastreams': staMultiDatastreams,
 };

@@ -15,7 +15,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
     schema: {
       tags,
       summary: 'List audit events (newest first by default; needs ASSIGNMENT_READ at TENANT scope)',
-      description: 'Changes of datasets, assignments, group members, role permissions and user memberships, each written in the transaction of its change. `from` and `to` are inclusive.',
+      description: 'Changes of datasets, assignments, group members, role permissions, user memberships and personal access tokens, each written in the transaction of its change. `from` and `to` are inclusive.',
       querystring: AuditEventListQuery,
       response: responses({ 200: PageOf(AuditEvent, 'AuditEvent') }, [400, 401, 403]),
     },

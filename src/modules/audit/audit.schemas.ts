@@ -5,7 +5,7 @@ import { SortParameter, sharedListParameters } from '../../http/page.js';
 export const AUDIT_EVENT_TYPES = [
   'DATASET_CREATED', 'DATASET_UPDATED', 'DATASET_STAGED', 'DATASET_UNSTAGED', 'DATASET_RELEASED', 'DATASET_UNRELEASED',
   'DATASET_DELETED', 'ASSIGNMENT_CREATED', 'ASSIGNMENT_DELETED', 'GROUP_MEMBERS_CHANGED', 'ROLE_PERMISSIONS_CHANGED',
-  'USER_GROUPS_CHANGED',
+  'USER_GROUPS_CHANGED', 'TOKEN_CREATED', 'TOKEN_DELETED',
 ] as const;
 export const AuditEventTypeSchema = Type.Enum([...AUDIT_EVENT_TYPES]);
 
@@ -17,7 +17,7 @@ export const AuditEvent = Type.Object({
   occurredAt: DateTime,
   type: AuditEventTypeSchema,
   actorId: Type.Union([Uuid, Type.Null()], { description: 'the user who made the change; null when no known user did' }),
-  objectType: Type.Enum(['DATASET', 'ASSIGNMENT', 'GROUP', 'ROLE', 'USER']),
+  objectType: Type.Enum(['DATASET', 'ASSIGNMENT', 'GROUP', 'ROLE', 'USER', 'PERSONAL_ACCESS_TOKEN']),
   objectId: Uuid,
   before: State,
   after: State,

@@ -6,18 +6,28 @@ import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
 import { Assignment } from '../assignments/assignments.schemas.js';
-import { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch } from './datasources.schemas.js';
+import type { DatasetsContext } from '../datasets/index.js';
 import {
-  changeSourceStatus, createSource, deleteSource, getSource, listSources, sourceAssignments, updateReleasedSource, updateSource, type SourcesContext,
+  DatasetParams, DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, UsableDataSourceQuery,
+} from './datasources.schemas.js';
+import {
+  changeSourceStatus, createSource, deleteSource, getSource, listSources, listUsableSources, sourceAssignments, updateReleasedSource, updateSource, type SourcesContext,
 } from './datasources.service.js';
 
 const tags = ['Data sources'];
 const WRITE_ERRORS = [400, 401, 403, 404, 409, 412, 413, 415];
 
-export const dataSourceRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesContext; baseUrl: string }> = async (app, { sources: ctx, baseUrl }) => {
+export const dataSourceRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesContext; datasets: DatasetsContext; baseUrl: string }> = async (app, { sources: ctx, datasets, baseUrl }) => {
   app.get('/datasources', {
     schema: { tags, summary: 'List the data sources the caller may read', querystring: DataSourceListQuery, response: responses({ 200: PageOf(DataSource, 'DataSource') }, [400, 401, 403]) },
   }, async (request) => listSources(ctx, callerOf(request), request.query));
+
+  app.get('/datasets/:dataSetId/usable-datasources', {
+    schema: {
+      tags, params: DatasetParams, querystring: UsableDataSourceQuery, response: responses({ 200: PageOf(DataSource, 'DataSource') }, [400, 401, 403, 404]),
+      summary: 'The data sources a pipeline of this dataset may read: AVAILABLE, scope ALL or SPECIFIC naming its datapool, readable by the caller',
+    },
+  }, async (request) => listUsableSources(ctx, datasets, callerOf(request), request.params.dataSetId, request.query));
 
   app.post('/datasources', {
     schema: { tags, summary: 'Create a data source (DRAFT)', body: DataSourceInput, response: responses({ 201: DataSource }, [400, 401, 403, 409, 413, 415]) },

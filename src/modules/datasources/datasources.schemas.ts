@@ -85,6 +85,21 @@ export const DataSourceListQuery = Type.Object({
 });
 export type DataSourceListQuery = Static<typeof DataSourceListQuery>;
 
+/**
+ * The data sources a pipeline of a dataset may read: the list's own parameters without those the
+ * route decides (status AVAILABLE; scope ALL or SPECIFIC naming the dataset's datapool).
+ */
+export const UsableDataSourceQuery = Type.Object({
+  ...sharedListParameters,
+  name: Type.Optional(Type.String({ description: 'partial match' })),
+  description: Type.Optional(Type.String({ description: 'partial match' })),
+  q: Type.Optional(Type.String({ description: 'partial match in name or description' })),
+  connectorType: Type.Optional(ConnectorTypeSchema),
+});
+export type UsableDataSourceQuery = Static<typeof UsableDataSourceQuery>;
+
+export const DatasetParams = Type.Object({ dataSetId: Uuid });
+
 /** released/meta of an AVAILABLE data source: name and description, merge semantics. */
 export const DataSourceReleasedMetaPatch = Type.Object({
   name: Type.Optional(fields.name),

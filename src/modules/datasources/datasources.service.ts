@@ -12,6 +12,7 @@ import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../a
 import type { Actor } from '../audit/index.js';
 import type { Assignment } from '../assignments/assignments.schemas.js';
 import { pipelinesUsingDataSource } from '../pipelines/index.js';
+import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { assertUsableVersion, versionSummaries } from '../datastructures/index.js';
 import { missingForRelease, readConfiguration, writeConfiguration } from './configuration.js';
 import { sealConfiguration } from './secrets.js';
@@ -20,7 +21,9 @@ import {
   SOURCE_SORT_COLUMNS, deleteSourceRow, findSourcePage, insertSource, loadSourceRows, lockExistingDatapools, setSourceStatus, updateSourceRow,
   type DataSourceRow, type SourceValues,
 } from './datasources.repo.js';
-import type { DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, DatapoolScopeInput } from './datasources.schemas.js';
+import type {
+  DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, DatapoolScopeInput, UsableDataSourceQuery,
+} from './datasources.schemas.js';
 
 /** `secrets`: the key ring that seals passwords and secret headers before they are stored. */
 export interface SourcesContext { db: Database; tenantId: string; secrets: SecretKeyRing }
@@ -78,6 +81,23 @@ export async function listSources(ctx: SourcesContext, caller: Caller, query: Da
   const request = { page: query.page, size: query.size, sort: parseSort(query.sort, Object.keys(SOURCE_SORT_COLUMNS)) };
   const { ids, total } = await findSourcePage(ctx.db, query, request, readableScope(caller, 'DATASOURCE_READ', 'DATASOURCE'));
   return pageOf(await represent(ctx.db, await loadSourceRows(ctx.db, ids)), total, request);
+}
+
+/**
+ * The data sources a pipeline of this dataset may read (its `dataSourceIds`): AVAILABLE, scoped to
+ * ALL or to the dataset's datapool (ALL only for a dataset in no datapool), readable by the caller.
+ * The list's own filters do it in SQL, so that paging and `totalElements` are right. A dataset the
+ * caller may not read answers 404, as the dataset itself does.
+ */
+export async function listUsableSources(ctx: SourcesContext, datasets: DatasetsContext, caller: Caller, datasetId: string, query: UsableDataSourceQuery) {
+  const dataset = await authorizeDatasetPart(datasets, caller, datasetId, 'read');
+  const poolId = dataset.datapool?.id;
+  // Rebuilt member by member: a list parameter this route does not take (datapoolScopeType, say) may sit in the query string.
+  const { page, size, sort, id, createdAtFrom, createdAtTo, modifiedAtFrom, modifiedAtTo, name, description, q, connectorType } = query;
+  return listSources(ctx, caller, {
+    page, size, sort, id, createdAtFrom, createdAtTo, modifiedAtFrom, modifiedAtTo, name, description, q, connectorType,
+    dataSourceStatus: 'AVAILABLE', ...(poolId ? { datapoolId: poolId } : { datapoolScopeType: 'ALL' as const }),
+  });
 }
 
 export async function sourceAssignments(ctx: SourcesContext, caller: Caller, id: string): Promise<Assignment[]> {

@@ -32,6 +32,8 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
   app.get('/users/me', {
     schema: {
       tags, summary: 'Get the current user: profile and what they hold per scope (needs only a valid token)',
+      description: 'A valid token that names no user of the service (neither by `sub` nor by email) answers 200 with `id` null, the token\'s names and no assignments, '
+        + 'and the header `X-Caller-Unknown` (as every /v1 answer to such a token): an administrator must create the user (`POST /v1/users`) before it holds anything.',
       response: responses({ 200: CurrentUser }, [400, 401, 403]),
     },
   }, async (request, reply) => withEtag(reply, currentUserOf(callerOf(request))));
