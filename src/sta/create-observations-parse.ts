@@ -7,19 +7,25 @@ import { parseEntity, type BoundValue } from './validate.js';
  * ready to bind as array parameters. Every value goes through the same checks as a single
  * Observation's create (`parseEntity`), so both paths accept exactly the same values.
  *
- * A fault in the request's shape (not an array, a group without Datastream, unknown components, a
- * `dataArray@iot.count` that does not match) refuses the whole request: 400 naming it. A fault in
- * one row (its length, one of its values) refuses that row only: it is left out of the columns
- * and its message, naming the value's position (`[0].dataArray[17][1]`), is kept for the answer.
+ * A fault in the request's shape (not an array, a group without Datastream or MultiDatastream, or
+ * with both, unknown components, a `dataArray@iot.count` that does not match) refuses the whole
+ * request: 400 naming it. A fault in one row (its length, one of its values) refuses that row only:
+ * it is left out of the columns and its message, naming the value's position
+ * (`[0].dataArray[17][1]`), is kept for the answer. (Whether a MultiDatastream row's result has the
+ * declared length needs the stored MultiDatastream: create-observations.ts checks it, per row too.)
  */
 
 const FOI_COMPONENT = 'FeatureOfInterest/id';
 const REQUIRED_COMPONENTS = ['phenomenonTime', 'result'];
 const PROPERTY_COMPONENTS = ['phenomenonTime', 'result', 'resultTime', 'resultQuality', 'validTime', 'parameters'];
-const GROUP_FIELDS = new Set(['Datastream', 'components', 'dataArray', 'dataArray@iot.count']);
+const GROUP_FIELDS = new Set(['Datastream', 'MultiDatastream', 'components', 'dataArray', 'dataArray@iot.count']);
 
 export interface ObservationGroup {
+  /** The id of the group's Datastream, or of its MultiDatastream when `multi`. */
   datastreamId: number;
+  multi: boolean;
+  /** The index of `result` in its components (an error about a MultiDatastream's result names it). */
+  resultComponent: number;
   /** Where the group is in the body: `[0]`. */
   field: string;
   /** Its rows, numbered over the whole body (every group's rows one after the other): `[first, end)`. */
@@ -39,7 +45,9 @@ export interface ObservationColumns {
   total: number;
   refused: Map<number, string>;
   source: number[];
-  datastream: number[];
+  /** Each row's Datastream, or null where it is a MultiDatastream's (then in `multiDatastream`). */
+  datastream: (number | null)[];
+  multiDatastream: (number | null)[];
   /** null: derive it from the Datastream's Thing's Location. */
   featureOfInterest: (number | null)[];
   phenomenonStart: string[];
@@ -82,7 +90,7 @@ export function parseDataArrays(body: unknown): ObservationColumns {
     throw validationFailed('body', 'must be a non-empty array of {"Datastream", "components", "dataArray"}');
   }
   const columns: ObservationColumns = {
-    groups: [], total: 0, refused: new Map(), source: [], datastream: [], featureOfInterest: [], phenomenonStart: [],
+    groups: [], total: 0, refused: new Map(), source: [], datastream: [], multiDatastream: [], featureOfInterest: [], phenomenonStart: [],
     phenomenonEnd: [], resultTime: [], result: [], resultQuality: [], validStart: [], validEnd: [], parameters: [],
   };
   body.forEach((raw, index) => parseGroup(raw, `[${index}]`, columns));
@@ -106,8 +114,12 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   if (!isObject(raw)) throw validationFailed(field, 'must be an object with Datastream, components and dataArray');
   const unknown = Object.keys(raw).find((key) => !GROUP_FIELDS.has(key));
   if (unknown !== undefined) throw validationFailed(`${field}.${unknown}`, 'is not served here; give Datastream, components and dataArray');
-  const datastreamId = isObject(raw['Datastream']) ? idValue(raw['Datastream']['@iot.id']) : undefined;
-  if (datastreamId === undefined) throw validationFailed(`${field}.Datastream`, 'must be {"@iot.id": <a positive integer>}');
+  // A group names a Datastream or a MultiDatastream (the MultiDatastream extension), not both.
+  const multi = raw['MultiDatastream'] !== undefined;
+  if (multi && raw['Datastream'] !== undefined) throw validationFailed(`${field}.Datastream`, 'a group names a Datastream or a MultiDatastream, not both');
+  const stream = multi ? 'MultiDatastream' : 'Datastream';
+  const datastreamId = isObject(raw[stream]) ? idValue(raw[stream]['@iot.id']) : undefined;
+  if (datastreamId === undefined) throw validationFailed(`${field}.${stream}`, 'must be {"@iot.id": <a positive integer>}');
   const components = parseComponents(raw['components'], `${field}.components`);
   const dataArray = raw['dataArray'];
   if (!Array.isArray(dataArray)) throw validationFailed(`${field}.dataArray`, 'must be an array of rows');
@@ -120,7 +132,7 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   dataArray.forEach((row, r) => {
     const source = first + r;
     try {
-      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, datastreamId, columns);
+      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, { id: datastreamId, multi }, columns);
       columns.source.push(source);
     } catch (error) {
       const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
@@ -129,10 +141,13 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
     }
   });
   columns.total += dataArray.length;
-  columns.groups.push({ datastreamId, field, first, end: columns.total, featureComponent });
+  columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, first, end: columns.total, featureComponent });
 }
 
-function parseRow(row: unknown, field: string, components: string[], featureComponent: number, datastreamId: number, columns: ObservationColumns) {
+function parseRow(
+  row: unknown, field: string, components: string[], featureComponent: number,
+  stream: { id: number; multi: boolean }, columns: ObservationColumns,
+) {
   if (!Array.isArray(row) || row.length !== components.length) {
     throw validationFailed(field, `must be an array of ${components.length} values, one per component`);
   }
@@ -158,7 +173,8 @@ function parseRow(row: unknown, field: string, components: string[], featureComp
   // Every check is behind us: only now does the row enter the columns (all of them, or none).
   const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
   const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
-  columns.datastream.push(datastreamId);
+  columns.datastream.push(stream.multi ? null : stream.id);
+  columns.multiDatastream.push(stream.multi ? stream.id : null);
   columns.featureOfInterest.push(featureOfInterest);
   columns.phenomenonStart.push(phenomenon.start);
   columns.phenomenonEnd.push(phenomenon.end);

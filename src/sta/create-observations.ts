@@ -6,7 +6,8 @@ import { tableOf, type SqlContext } from './resolver.js';
 import { selfLink } from './links.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
-import { parseDataArrays, rowError, rowField, type ObservationColumns } from './create-observations-parse.js';
+import { parseDataArrays, rowError, rowField, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
+import { misfitMessage } from './multi-datastream.js';
 import type { StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 
@@ -19,7 +20,7 @@ import type { StaRequest, StaResponse } from './types.js';
  *
  * A request whose shape is wrong (see create-observations-parse.ts) is a 400 and stores nothing.
  *
- * Speed: every value is checked in JS first, the links (Datastreams, FeaturesOfInterest) with one
+ * Speed: every value is checked in JS first, the links (Datastreams, MultiDatastreams, FeaturesOfInterest) with one
  * query per kind, and the accepted rows are inserted by a few multi-row statements over array
  * parameters. Only a chunk the database refuses as a whole (a value it takes for invalid although
  * our checks passed it) is retried row by row, each under its own savepoint, to find the culprits.
@@ -91,9 +92,9 @@ async function underSavepoint<T>(w: WriteContext, work: () => Promise<T>): Promi
 async function insertRows(w: WriteContext, c: ObservationColumns, start: number, end: number): Promise<number[]> {
   const slice = <T>(values: T[]) => values.slice(start, end);
   const { rows } = await sql<{ id: number | string }>`insert into ${tableOf(w.ctx, ENTITIES.Observations)}
-    (datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
+    (datastream_id, multi_datastream_id, feature_of_interest_id, phenomenon_time_start, phenomenon_time_end, result_time,
      result, result_quality, valid_time_start, valid_time_end, parameters)
-    select * from unnest(${slice(c.datastream)}::bigint[], ${slice(c.featureOfInterest)}::bigint[],
+    select * from unnest(${slice(c.datastream)}::bigint[], ${slice(c.multiDatastream)}::bigint[], ${slice(c.featureOfInterest)}::bigint[],
       ${slice(c.phenomenonStart)}::timestamptz[], ${slice(c.phenomenonEnd)}::timestamptz[],
       ${slice(c.resultTime)}::timestamptz[], ${slice(c.result)}::jsonb[], ${slice(c.resultQuality)}::jsonb[],
       ${slice(c.validStart)}::timestamptz[], ${slice(c.validEnd)}::timestamptz[], ${slice(c.parameters)}::jsonb[])
@@ -106,7 +107,7 @@ async function insertRows(w: WriteContext, c: ObservationColumns, start: number,
 function withoutRows(c: ObservationColumns, refused: Set<number>): ObservationColumns {
   const keep = <T>(values: T[]) => values.filter((_, row) => !refused.has(row));
   return {
-    ...c, source: keep(c.source), datastream: keep(c.datastream), featureOfInterest: keep(c.featureOfInterest),
+    ...c, source: keep(c.source), datastream: keep(c.datastream), multiDatastream: keep(c.multiDatastream), featureOfInterest: keep(c.featureOfInterest),
     phenomenonStart: keep(c.phenomenonStart), phenomenonEnd: keep(c.phenomenonEnd), resultTime: keep(c.resultTime),
     result: keep(c.result), resultQuality: keep(c.resultQuality), validStart: keep(c.validStart), validEnd: keep(c.validEnd),
     parameters: keep(c.parameters),
@@ -132,11 +133,27 @@ async function existingIds(w: WriteContext, set: 'Datastreams' | 'FeaturesOfInte
   return new Set(rows.map((row) => Number(row.id)));
 }
 
+/** The MultiDatastreams that exist among `ids`, each with the length its Observations' result must have. */
+async function resultLengths(w: WriteContext, ids: number[]): Promise<Map<number, number>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: number | string; expected: number | string }>`
+    select id, jsonb_array_length(unit_of_measurements) as expected from ${tableOf(w.ctx, ENTITIES.MultiDatastreams)}
+     where id = any(${ids}::bigint[])`.execute(w.trx);
+  return new Map(rows.map((row) => [Number(row.id), Number(row.expected)]));
+}
+
+/** A row's result (stored JSON text) as long as its MultiDatastream declares? */
+function resultFits(result: string, expected: number): boolean {
+  const value: unknown = JSON.parse(result);
+  return Array.isArray(value) && value.length === expected;
+}
+
 /**
- * Checks every Datastream and explicit FeatureOfInterest exists, and fills in the FeatureOfInterest
- * of rows that had none from the Datastream's Thing's Location, as a single create does. A row
- * whose link fails is refused (its message kept in `refused`); the rows refused here are returned
- * as indices into the columns.
+ * Checks every Datastream, MultiDatastream and explicit FeatureOfInterest exists, that a
+ * MultiDatastream's rows have an array result of its declared length, and fills in the
+ * FeatureOfInterest of rows that had none from the stream's Thing's Location, as a single create
+ * does. A row that fails is refused (its message kept in `refused`); the rows refused here are
+ * returned as indices into the columns.
  */
 async function resolveLinks(w: WriteContext, c: ObservationColumns): Promise<Set<number>> {
   const refusedRows = new Set<number>();
@@ -145,24 +162,34 @@ async function resolveLinks(w: WriteContext, c: ObservationColumns): Promise<Set
     c.refused.set(c.source[row]!, rowError(field, message));
   };
   const ranges = groupRanges(c);
-  const datastreams = await existingIds(w, 'Datastreams', [...new Set(c.groups.map((g) => g.datastreamId))]);
+  const streamIds = (multi: boolean) => [...new Set(c.groups.filter((g) => g.multi === multi).map((g) => g.datastreamId))];
+  const datastreams = await existingIds(w, 'Datastreams', streamIds(false));
+  const multiDatastreams = await resultLengths(w, streamIds(true));
   const features = await existingIds(w, 'FeaturesOfInterest', [...new Set(c.featureOfInterest.filter((id): id is number => id !== null))]);
-  /** Per Datastream: the FeatureOfInterest derived for it, or why there is none. */
-  const derived = new Map<number, number | { field: string; message: string }>();
+  /** Per stream (`Datastreams(1)`, `MultiDatastreams(1)`): the FeatureOfInterest derived for it, or why there is none. */
+  const derived = new Map<string, number | { field: string; message: string }>();
   for (const [g, group] of c.groups.entries()) {
     const [start, end] = ranges[g]!;
-    if (!datastreams.has(group.datastreamId)) {
-      for (let row = start; row < end; row++) refuse(row, `${group.field}.Datastream`, `Datastream with @iot.id ${group.datastreamId} does not exist`);
+    const streams = streamsOf(group);
+    const singular = ENTITIES[streams].singular;
+    const expected = group.multi ? multiDatastreams.get(group.datastreamId) : undefined;
+    if (group.multi ? expected === undefined : !datastreams.has(group.datastreamId)) {
+      for (let row = start; row < end; row++) refuse(row, `${group.field}.${singular}`, `${singular} with @iot.id ${group.datastreamId} does not exist`);
       continue;
     }
+    const key = `${streams}(${group.datastreamId})`;
     for (let row = start; row < end; row++) {
+      if (expected !== undefined && !resultFits(c.result[row]!, expected)) {
+        refuse(row, `${rowField(c, c.source[row]!)}[${group.resultComponent}]`, misfitMessage(expected));
+        continue;
+      }
       const given = c.featureOfInterest[row];
       if (given != null) {
         if (!features.has(given)) refuse(row, `${rowField(c, c.source[row]!)}[${group.featureComponent}]`, `FeatureOfInterest with @iot.id ${given} does not exist`);
         continue;
       }
-      if (!derived.has(group.datastreamId)) derived.set(group.datastreamId, await deriveFeature(w, group.datastreamId, `${group.field}.FeatureOfInterest/id`));
-      const feature = derived.get(group.datastreamId)!;
+      if (!derived.has(key)) derived.set(key, await deriveFeature(w, group, `${group.field}.FeatureOfInterest/id`));
+      const feature = derived.get(key)!;
       if (typeof feature === 'number') c.featureOfInterest[row] = feature;
       else refuse(row, feature.field, feature.message);
     }
@@ -170,9 +197,11 @@ async function resolveLinks(w: WriteContext, c: ObservationColumns): Promise<Set
   return refusedRows;
 }
 
-async function deriveFeature(w: WriteContext, datastreamId: number, field: string): Promise<number | { field: string; message: string }> {
+const streamsOf = (group: ObservationGroup) => (group.multi ? 'MultiDatastreams' : 'Datastreams');
+
+async function deriveFeature(w: WriteContext, group: ObservationGroup, field: string): Promise<number | { field: string; message: string }> {
   try {
-    return await featureOfInterestFor(w, datastreamId, field);
+    return await featureOfInterestFor(w, group.datastreamId, field, streamsOf(group));
   } catch (error) {
     const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
     if (!fault) throw error;

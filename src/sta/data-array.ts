@@ -8,7 +8,7 @@ import { nextLinkFromQuery, selfLink } from './links.js';
 import type { StaResponse } from './types.js';
 
 /**
- * `$resultFormat=dataArray` on Observations: the page grouped by Datastream, each group naming
+ * `$resultFormat=dataArray` on Observations: the page grouped by Datastream (or MultiDatastream), each group naming
  * its `components` once and giving every Observation as an array of their values.
  */
 
@@ -29,16 +29,22 @@ export async function dataArrayAnswer(
   });
   const result = await readCollection(ctx, observations, alias, scope, options, properties);
 
-  const groups = new Map<number, unknown[][]>();
+  // Keyed by the stream's link: an Observation is in a Datastream or in a MultiDatastream.
+  const groups = new Map<string, { name: string; dataArray: unknown[][] }>();
   for (const row of result.rows) {
-    const datastream = rowForeignKey(row, 'datastream_id')!;
-    const values = components.map((name) => (name === 'id' || name === '@iot.id' ? rowId(row) : propertyValue(row, propertyOf(observations, name)!)));
-    groups.set(datastream, [...(groups.get(datastream) ?? []), values]);
+    const datastream = rowForeignKey(row, 'datastream_id');
+    const [name, link] = datastream === null
+      ? ['MultiDatastream@iot.navigationLink', selfLink(request.baseUrl, ENTITIES.MultiDatastreams, rowForeignKey(row, 'multi_datastream_id')!)]
+      : ['Datastream@iot.navigationLink', selfLink(request.baseUrl, ENTITIES.Datastreams, datastream)];
+    const values = components.map((c) => (c === 'id' || c === '@iot.id' ? rowId(row) : propertyValue(row, propertyOf(observations, c)!)));
+    const group = groups.get(link) ?? { name, dataArray: [] };
+    group.dataArray.push(values);
+    groups.set(link, group);
   }
   const body: Record<string, unknown> = {};
   if (result.count !== undefined) body['@iot.count'] = result.count;
-  body['value'] = [...groups].map(([datastream, dataArray]) => ({
-    'Datastream@iot.navigationLink': selfLink(request.baseUrl, ENTITIES.Datastreams, datastream),
+  body['value'] = [...groups].map(([link, { name, dataArray }]) => ({
+    [name]: link,
     components,
     'dataArray@iot.count': dataArray.length,
     dataArray,

@@ -6,6 +6,9 @@ import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
 import { moveThingToHistoricalLocation, setThingLocations } from './thing-locations.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
+import {
+  afterStreamLinked, checkMultiDatastream, checkObservationResult, checkOneStream, otherStreamCleared, refuseLinkFromObservedProperty,
+} from './multi-datastream.js';
 
 /**
  * Creating an entity with everything nested in it (a Thing with its Locations and Datastreams,
@@ -41,9 +44,12 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
     const input = parsed.toOne.get(nav);
     let id: number | undefined = input ? await idOf(w, nav, input) : undefined;
     if (id === undefined && entity === ENTITIES.Observations && nav.name === 'FeatureOfInterest') {
-      // The model lists Datastream before FeatureOfInterest, so its id is known here.
+      // The model lists Datastream and MultiDatastream before FeatureOfInterest, so their ids are known here.
+      checkOneStream(linked, parsed.field);
       const datastreamId = linked.get('Datastream');
+      const multiId = linked.get('MultiDatastream');
       if (datastreamId !== undefined) id = await featureOfInterestFor(w, datastreamId, fieldOf(parsed, nav));
+      else if (multiId !== undefined) id = await featureOfInterestFor(w, multiId, fieldOf(parsed, nav), 'MultiDatastreams');
     }
     if (id === undefined) {
       if (nav.required) throw validationFailed(fieldOf(parsed, nav), 'is required');
@@ -52,9 +58,12 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
     linked.set(nav.name, id);
     assignments.push([nav.join.column, sql`${id}`]);
   }
+  if (entity === ENTITIES.Observations) checkOneStream(linked, parsed.field);
   const id = await insertRow(w, entity, assignments);
   recordChange(w, entity, id, 'create');
   await linkToMany(w, entity, id, parsed, false);
+  if (entity === ENTITIES.Observations) await checkObservationResult(w, id, parsed.field);
+  if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, parsed.field);
   if (entity === ENTITIES.HistoricalLocations) await moveThingToHistoricalLocation(w, id);
   return id;
 }
@@ -64,6 +73,7 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
  * listed Locations a Thing's only current ones; a create only adds.
  */
 export async function linkToMany(w: WriteContext, entity: EntityDef, id: number, parsed: ParsedEntity, replace: boolean) {
+  refuseLinkFromObservedProperty(parsed);
   for (const nav of entity.navigations) {
     const inputs = parsed.toMany.get(nav);
     if (!inputs?.length) continue;
@@ -77,7 +87,9 @@ export async function linkToMany(w: WriteContext, entity: EntityDef, id: number,
           await createEntity(w, input.parsed);
         } else {
           await checkLinked(w, nav.target, input.id, input.field);
-          await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${id} where id = ${input.id}`.execute(w.trx);
+          await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${id}${otherStreamCleared(target, nav.join.column)}
+            where id = ${input.id}`.execute(w.trx);
+          await afterStreamLinked(w, target, input.id, nav.join.column);
           // Its link changed, none of its properties.
           recordChange(w, target, input.id, 'update', []);
         }

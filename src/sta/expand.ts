@@ -76,7 +76,8 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
   const page = pageOf(ctx, options);
   const properties = selectionOf(target, options.select).properties;
   const where = whereOf(ctx, target, alias, [sql`${parentKey} = "__p"."id"`], options);
-  const order = orderOf(ctx, target, alias, options);
+  const rank = nav.join.kind === 'link' && nav.join.rank ? column(`${alias}_link`, nav.join.rank) : undefined;
+  const order = orderOf(ctx, target, alias, options, rank);
   // The window count sees every child the filter keeps, before the page is cut; it makes the
   // database read each parent's whole set, so it is computed only when `$count` asks.
   const counted = options.count ? sql`count(*) over ()` : sql`null::bigint`;

@@ -6,7 +6,7 @@ import { readCollection, readEntity, type ReadContext } from './read.js';
 import { expandAll, type Shaped } from './expand.js';
 import { propertyValue, rowId, selectionOf, serializeEntity } from './serialize.js';
 import { nextLinkFromQuery, selfLink } from './links.js';
-import { parentMissing, scopeOf, type Target } from './target.js';
+import { parentMissing, rankOf, scopeOf, type Target } from './target.js';
 import { dataArrayAnswer } from './data-array.js';
 import type { StaResponse } from './types.js';
 
@@ -15,7 +15,7 @@ const MQTT_RECEIVE = 'http://www.opengis.net/spec/iot_sensing/1.1/req/receive-up
 
 /**
  * The conformance classes this server answers to, spelled as SensorThings 1.1 (OGC 18-088) and its
- * extensions name them; MultiDatastream is not served, so it is not listed.
+ * extensions name them, MultiDatastream (the optional extension of 18-088) included.
  */
 export const CONFORMANCE = [
   'http://www.opengis.net/spec/iot_sensing/1.1/req/datamodel',
@@ -26,6 +26,7 @@ export const CONFORMANCE = [
   'http://www.opengis.net/spec/iot_sensing/1.1/req/data-array/data-array',
   MQTT_CREATE,
   MQTT_RECEIVE,
+  'http://www.opengis.net/spec/iot_sensing/1.1/req/multi-datastream',
 ];
 
 /**
@@ -75,7 +76,8 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
     return dataArrayAnswer(ctx, request, alias, scope, options);
   }
   const selection = target.ref ? selectionOf(target.entity, ['id']) : selectionOf(target.entity, options.select);
-  const result = await readCollection(ctx, target.entity, alias, scope, options, selection.properties);
+  const rank = parent ? rankOf(ctx, parent.nav, parent.id, alias) : undefined;
+  const result = await readCollection(ctx, target.entity, alias, scope, options, selection.properties, rank);
   if (result.rows.length === 0) {
     const missing = await parentMissing(ctx.db, ctx, target);
     if (missing) throw missing;

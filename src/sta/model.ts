@@ -1,7 +1,7 @@
 /**
- * The eight entity types of SensorThings 1.1 as one table: every other module (DDL, resolver,
- * serialization, writes) reads its columns, types and navigations from here, so that adding a
- * property is one line.
+ * The eight entity types of SensorThings 1.1, and the MultiDatastream of its extension, as one
+ * table: every other module (DDL, resolver, serialization, writes) reads its columns, types and
+ * navigations from here, so that adding a property is one line.
  */
 
 /**
@@ -9,9 +9,11 @@
  * - `string`: text; `json`: jsonb holding any JSON value (`result`, `properties`, ...);
  * - `object`: jsonb that must be a JSON object (`unitOfMeasurement`, `properties`, `parameters`);
  * - `geometry`: a GeoJSON geometry as jsonb (no PostGIS in the embedded database);
- * - `datetime`: one timestamptz; `interval`: two timestamptz columns `<column>_start`/`_end`.
+ * - `datetime`: one timestamptz; `interval`: two timestamptz columns `<column>_start`/`_end`;
+ * - `objectArray`/`stringArray`: jsonb that must be a JSON array of objects / of strings (a
+ *   MultiDatastream's `unitOfMeasurements` and `multiObservationDataTypes`).
  */
-export type PropertyKind = 'string' | 'json' | 'object' | 'geometry' | 'datetime' | 'interval';
+export type PropertyKind = 'string' | 'json' | 'object' | 'geometry' | 'datetime' | 'interval' | 'objectArray' | 'stringArray';
 
 export interface PropertyDef {
   name: string;
@@ -26,19 +28,20 @@ export interface PropertyDef {
 }
 
 export type EntitySetName =
-  | 'Things' | 'Locations' | 'HistoricalLocations' | 'Datastreams'
+  | 'Things' | 'Locations' | 'HistoricalLocations' | 'Datastreams' | 'MultiDatastreams'
   | 'Sensors' | 'ObservedProperties' | 'Observations' | 'FeaturesOfInterest';
 
 /**
  * How a navigation reaches its target:
  * - `fkHere`: this entity's column holds the target id (to-one);
  * - `fkThere`: the target's column holds this entity's id (to-many);
- * - `link`: a link table with a column for each side (to-many).
+ * - `link`: a link table with a column for each side (to-many); with `rank`, the link table's
+ *   column that orders the targets (filled in insertion order), their order when none is asked.
  */
 export type NavJoin =
   | { kind: 'fkHere'; column: string }
   | { kind: 'fkThere'; column: string }
-  | { kind: 'link'; table: string; here: string; there: string };
+  | { kind: 'link'; table: string; here: string; there: string; rank?: string };
 
 export interface NavigationDef {
   name: string;
@@ -63,7 +66,11 @@ export interface EntityDef {
 const text = (name: string, column = name, required = true): PropertyDef => ({ name, column, kind: 'string', required });
 const properties: PropertyDef = { name: 'properties', column: 'properties', kind: 'object' };
 
-const link = (table: string, here: string, there: string): NavJoin => ({ kind: 'link', table, here, there });
+const link = (table: string, here: string, there: string, rank?: string): NavJoin =>
+  (rank ? { kind: 'link', table, here, there, rank } : { kind: 'link', table, here, there });
+
+/** The ObservedProperties of a MultiDatastream, in the order of its result arrays. */
+export const MULTI_DATASTREAM_PROPERTIES = 'multi_datastream_observed_properties';
 
 export const ENTITIES: Record<EntitySetName, EntityDef> = {
   Things: {
@@ -73,6 +80,7 @@ export const ENTITIES: Record<EntitySetName, EntityDef> = {
       { name: 'Locations', target: 'Locations', toMany: true, join: link('thing_locations', 'thing_id', 'location_id'), inverse: 'Things' },
       { name: 'HistoricalLocations', target: 'HistoricalLocations', toMany: true, join: { kind: 'fkThere', column: 'thing_id' }, inverse: 'Thing' },
       { name: 'Datastreams', target: 'Datastreams', toMany: true, join: { kind: 'fkThere', column: 'thing_id' }, inverse: 'Thing' },
+      { name: 'MultiDatastreams', target: 'MultiDatastreams', toMany: true, join: { kind: 'fkThere', column: 'thing_id' }, inverse: 'Thing' },
     ],
   },
   Locations: {
@@ -110,12 +118,33 @@ export const ENTITIES: Record<EntitySetName, EntityDef> = {
       { name: 'Observations', target: 'Observations', toMany: true, join: { kind: 'fkThere', column: 'datastream_id' }, inverse: 'Datastream' },
     ],
   },
+  // The MultiDatastream extension (SensorThings 1.1 §9, as FROST-Server serves it): one Observation
+  // holds an array result, one value per ObservedProperty, in the order of the link table's rank.
+  MultiDatastreams: {
+    set: 'MultiDatastreams', singular: 'MultiDatastream', table: 'multi_datastreams',
+    properties: [text('name'), text('description'),
+      { name: 'unitOfMeasurements', column: 'unit_of_measurements', kind: 'objectArray', required: true },
+      text('observationType', 'observation_type'),
+      { name: 'multiObservationDataTypes', column: 'multi_observation_data_types', kind: 'stringArray', required: true },
+      { name: 'observedArea', column: 'observed_area', kind: 'geometry', derived: true },
+      { name: 'phenomenonTime', column: 'phenomenon_time', kind: 'interval', derived: true },
+      { name: 'resultTime', column: 'result_time', kind: 'interval', derived: true },
+      properties],
+    navigations: [
+      { name: 'Thing', target: 'Things', toMany: false, join: { kind: 'fkHere', column: 'thing_id' }, inverse: 'MultiDatastreams', required: true },
+      { name: 'Sensor', target: 'Sensors', toMany: false, join: { kind: 'fkHere', column: 'sensor_id' }, inverse: 'MultiDatastreams', required: true },
+      { name: 'ObservedProperties', target: 'ObservedProperties', toMany: true,
+        join: link(MULTI_DATASTREAM_PROPERTIES, 'multi_datastream_id', 'observed_property_id', 'rank'), inverse: 'MultiDatastreams' },
+      { name: 'Observations', target: 'Observations', toMany: true, join: { kind: 'fkThere', column: 'multi_datastream_id' }, inverse: 'MultiDatastream' },
+    ],
+  },
   Sensors: {
     set: 'Sensors', singular: 'Sensor', table: 'sensors',
     properties: [text('name'), text('description'), text('encodingType', 'encoding_type'),
       { name: 'metadata', column: 'metadata', kind: 'json', required: true }, properties],
     navigations: [
       { name: 'Datastreams', target: 'Datastreams', toMany: true, join: { kind: 'fkThere', column: 'sensor_id' }, inverse: 'Sensor' },
+      { name: 'MultiDatastreams', target: 'MultiDatastreams', toMany: true, join: { kind: 'fkThere', column: 'sensor_id' }, inverse: 'Sensor' },
     ],
   },
   ObservedProperties: {
@@ -123,6 +152,8 @@ export const ENTITIES: Record<EntitySetName, EntityDef> = {
     properties: [text('name'), text('definition'), text('description'), properties],
     navigations: [
       { name: 'Datastreams', target: 'Datastreams', toMany: true, join: { kind: 'fkThere', column: 'observed_property_id' }, inverse: 'ObservedProperty' },
+      { name: 'MultiDatastreams', target: 'MultiDatastreams', toMany: true,
+        join: link(MULTI_DATASTREAM_PROPERTIES, 'observed_property_id', 'multi_datastream_id'), inverse: 'ObservedProperties' },
     ],
   },
   Observations: {
@@ -136,7 +167,9 @@ export const ENTITIES: Record<EntitySetName, EntityDef> = {
       { name: 'parameters', column: 'parameters', kind: 'object' },
     ],
     navigations: [
-      { name: 'Datastream', target: 'Datastreams', toMany: false, join: { kind: 'fkHere', column: 'datastream_id' }, inverse: 'Observations', required: true },
+      // Exactly one of the two (checked on every write, see multi-datastream.ts), so neither is `required`.
+      { name: 'Datastream', target: 'Datastreams', toMany: false, join: { kind: 'fkHere', column: 'datastream_id' }, inverse: 'Observations' },
+      { name: 'MultiDatastream', target: 'MultiDatastreams', toMany: false, join: { kind: 'fkHere', column: 'multi_datastream_id' }, inverse: 'Observations' },
       { name: 'FeatureOfInterest', target: 'FeaturesOfInterest', toMany: false, join: { kind: 'fkHere', column: 'feature_of_interest_id' }, inverse: 'Observations', required: true },
     ],
   },

@@ -37,10 +37,11 @@ export function whereOf(ctx: ReadContext, entity: EntityDef, alias: string, scop
 /**
  * `$orderby` then the id, so that pages never overlap or skip a row whose sort keys tie. The id
  * follows the last key's direction: `phenomenonTime desc, id desc` is the Observations index's
- * own order, so "the latest readings" is an index scan that stops at `$top`.
+ * own order, so "the latest readings" is an index scan that stops at `$top`. Without `$orderby`,
+ * `rank` (a ranked link's order, a MultiDatastream's ObservedProperties) comes first.
  */
-export function orderOf(ctx: ReadContext, entity: EntityDef, alias: string, options: QueryOptions) {
-  const items = options.orderBy?.length ? compileOrderBy(options.orderBy, createResolver(ctx, entity, alias, '$orderby')) : [];
+export function orderOf(ctx: ReadContext, entity: EntityDef, alias: string, options: QueryOptions, rank?: RawBuilder<unknown>) {
+  const items = options.orderBy?.length ? compileOrderBy(options.orderBy, createResolver(ctx, entity, alias, '$orderby')) : rank ? [rank] : [];
   const tieBreaker = options.orderBy?.at(-1)?.direction === 'desc' ? sql`desc` : sql`asc`;
   return sql.join([...items, sql`${column(alias, 'id')} ${tieBreaker}`]);
 }
@@ -56,14 +57,14 @@ export interface CollectionResult {
 /** One page of an entity set (or of the part of it a path scopes), with its total count if asked. */
 export async function readCollection(
   ctx: ReadContext, entity: EntityDef, alias: string, scope: RawBuilder<unknown>[],
-  options: QueryOptions, properties: PropertyDef[],
+  options: QueryOptions, properties: PropertyDef[], rank?: RawBuilder<unknown>,
 ): Promise<CollectionResult> {
   const page = pageOf(ctx, options);
   const from = sql`${tableOf(ctx, entity)} as ${sql.id(alias)}`;
   const where = whereOf(ctx, entity, alias, scope, options);
   // One row more than the page tells whether a next page exists without counting.
   const { rows } = await sql<Row>`select ${selectList(ctx, entity, alias, properties)} from ${from}
-    where ${where} order by ${orderOf(ctx, entity, alias, options)}
+    where ${where} order by ${orderOf(ctx, entity, alias, options, rank)}
     limit ${page.top + 1} offset ${page.skip}`.execute(ctx.db);
   // `$top=0` asks for the count alone; a next link would point at the same empty page forever.
   const result: CollectionResult = { rows: rows.slice(0, page.top), more: page.top > 0 && rows.length > page.top, page };

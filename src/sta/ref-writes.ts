@@ -4,6 +4,7 @@ import { ENTITIES, entityBySet, type EntityDef, type NavigationDef } from './mod
 import { tableOf } from './resolver.js';
 import { exists, scopeOf, type Target } from './target.js';
 import { setThingLocations } from './thing-locations.js';
+import { afterStreamLinked, otherStreamCleared, refuseRankedLinkRef } from './multi-datastream.js';
 import { checkLinked, recordChange, type WriteContext } from './write-sql.js';
 import { inTransaction, type WriteDeps } from './write.js';
 import type { StaResponse } from './types.js';
@@ -114,11 +115,13 @@ async function addLink(w: WriteContext, entity: EntityDef, parentId: number, nav
   const target = ENTITIES[nav.target];
   if (nav.join.kind === 'fkThere') {
     // The child moves here: its to-one link names this entity from now on.
-    await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${parentId} where id = ${id}`.execute(w.trx);
+    await sql`update ${tableOf(w.ctx, target)} set ${sql.id(nav.join.column)} = ${parentId}${otherStreamCleared(target, nav.join.column)} where id = ${id}`.execute(w.trx);
+    await afterStreamLinked(w, target, id, nav.join.column);
     recordChange(w, target, id, 'update');
     return;
   }
   if (nav.join.kind !== 'link') throw new AppError('MALFORMED_REQUEST', `${nav.name} is not a collection`, { status: 405 });
+  refuseRankedLinkRef(nav.join.table);
   const linked = await sql`select 1 from ${sql.id(w.ctx.schema, nav.join.table)}
     where ${sql.id(nav.join.here)} = ${parentId} and ${sql.id(nav.join.there)} = ${id}`.execute(w.trx);
   if (linked.rows.length > 0) return;
@@ -135,13 +138,15 @@ async function addLink(w: WriteContext, entity: EntityDef, parentId: number, nav
 async function setToOne(w: WriteContext, entity: EntityDef, entityId: number, nav: NavigationDef, id: number) {
   if (nav.join.kind !== 'fkHere') throw new AppError('MALFORMED_REQUEST', `${nav.name} is not a single-valued link`, { status: 405 });
   await checkLinked(w, nav.target, id, '@iot.id');
-  await sql`update ${tableOf(w.ctx, entity)} set ${sql.id(nav.join.column)} = ${id} where id = ${entityId}`.execute(w.trx);
+  await sql`update ${tableOf(w.ctx, entity)} set ${sql.id(nav.join.column)} = ${id}${otherStreamCleared(entity, nav.join.column)} where id = ${entityId}`.execute(w.trx);
+  await afterStreamLinked(w, entity, entityId, nav.join.column);
   recordChange(w, entity, entityId, 'update');
 }
 
 async function removeLink(w: WriteContext, entity: EntityDef, parentId: number, nav: NavigationDef, id: number) {
   const target = ENTITIES[nav.target];
   if (nav.join.kind === 'link') {
+    refuseRankedLinkRef(nav.join.table);
     await sql`delete from ${sql.id(w.ctx.schema, nav.join.table)}
       where ${sql.id(nav.join.here)} = ${parentId} and ${sql.id(nav.join.there)} = ${id}`.execute(w.trx);
     return;

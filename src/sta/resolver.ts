@@ -23,12 +23,15 @@ export const column = (alias: string, name: string) => sql.ref(`${alias}.${name}
  */
 export function propertySql(ctx: SqlContext, entity: EntityDef, property: PropertyDef, alias: string): ResolvedProperty {
   if (entity.set === 'Datastreams' && property.derived) return derivedDatastreamProperty(ctx, property.name, alias);
+  if (entity.set === 'MultiDatastreams' && property.derived) return derivedDatastreamProperty(ctx, property.name, alias, 'multi_datastream_id');
   const col = (suffix = '') => column(alias, property.column + suffix);
   switch (property.kind) {
     case 'string':
       return { type: 'string', sql: col() };
     case 'json':
     case 'object':
+    case 'objectArray':
+    case 'stringArray':
       return { type: 'json', sql: col() };
     case 'geometry':
       return { type: 'geometry', sql: col() };
@@ -39,9 +42,10 @@ export function propertySql(ctx: SqlContext, entity: EntityDef, property: Proper
   }
 }
 
-function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string): ResolvedProperty {
+/** `streamColumn`: the Observations' key to the stream, `datastream_id` or `multi_datastream_id`. */
+function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string, streamColumn = 'datastream_id'): ResolvedProperty {
   const o = freshAlias();
-  const observations = sql`${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)} where ${column(o, 'datastream_id')} = ${column(alias, 'id')}`;
+  const observations = sql`${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)} where ${column(o, streamColumn)} = ${column(alias, 'id')}`;
   if (name === 'phenomenonTime') {
     return {
       type: 'interval',
@@ -70,10 +74,10 @@ function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string)
     type: 'geometry',
     sql: sql`(with recursive ${sql.id(seen)}(id) as (
         (select ${column(o, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(o)}
-          where ${column(o, 'datastream_id')} = ${streamId} order by 1 limit 1)
+          where ${column(o, streamColumn)} = ${streamId} order by 1 limit 1)
         union all
         select (select ${column(next, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(next)}
-                 where ${column(next, 'datastream_id')} = ${streamId} and ${column(next, 'feature_of_interest_id')} > ${column(seen, 'id')}
+                 where ${column(next, streamColumn)} = ${streamId} and ${column(next, 'feature_of_interest_id')} > ${column(seen, 'id')}
                  order by 1 limit 1)
           from ${sql.id(seen)} where ${column(seen, 'id')} is not null)
       select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb

@@ -35,6 +35,13 @@ export function scopeOf(ctx: SqlContext, nav: NavigationDef, parentId: number, a
   throw new Error(`${nav.name} is not a to-many navigation`);
 }
 
+/** The rank of each row in a ranked link navigation from one parent (see `NavJoin`), else undefined. */
+export function rankOf(ctx: SqlContext, nav: NavigationDef, parentId: number, alias: string): RawBuilder<unknown> | undefined {
+  if (nav.join.kind !== 'link' || !nav.join.rank) return undefined;
+  return sql`(select l.${sql.id(nav.join.rank)} from ${sql.id(ctx.schema, nav.join.table)} as l
+    where l.${sql.id(nav.join.there)} = ${column(alias, 'id')} and l.${sql.id(nav.join.here)} = ${parentId})`;
+}
+
 export async function exists(db: Database, ctx: SqlContext, entity: EntityDef, id: number, scope?: (alias: string) => RawBuilder<unknown>) {
   const { rows } = await sql`select 1 from ${tableOf(ctx, entity)} as x
     where x.id = ${id} and ${scope ? scope('x') : sql`true`}`.execute(db);

@@ -90,6 +90,12 @@ function bindProperty(property: PropertyDef, value: unknown, field: string): Bou
     case 'geometry':
       if (!isObject(value) || typeof value['type'] !== 'string') throw validationFailed(field, 'must be a GeoJSON object');
       return JSON.stringify(value);
+    case 'objectArray':
+      if (!Array.isArray(value) || !value.every(isObject)) throw validationFailed(field, 'must be an array of JSON objects');
+      return JSON.stringify(value);
+    case 'stringArray':
+      if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw validationFailed(field, 'must be an array of strings');
+      return JSON.stringify(value);
     case 'datetime':
       return isoTime(value, field);
     case 'interval':

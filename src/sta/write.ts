@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { AppError, validationFailed } from '../errors.js';
 import type { Database } from '../db/client.js';
 import { ENTITIES, type EntityDef } from './model.js';
+import { beforeDelete, checkMultiDatastream, checkObservationResult, oneStreamAssignments } from './multi-datastream.js';
 import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
 import { createEntity, linkToMany } from './deep-insert.js';
 import { deleteEmptiedHistoricalLocations, historicalLocationsOf } from './thing-locations.js';
@@ -115,10 +116,13 @@ export async function updateAt(deps: WriteDeps, request: WriteRequest, target: T
       await checkLinked(w, nav.target, input.id, input.field);
       assignments.push([nav.join.column, sql`${input.id}`]);
     }
+    oneStreamAssignments(entity, assignments);
     const before = await storedRow(w, entity, id);
     await updateRow(w, entity, id, assignments);
     recordChange(w, entity, id, 'update', changedProperties(entity, before, await storedRow(w, entity, id)));
     await linkToMany(w, entity, id, parsed, true);
+    if (entity === ENTITIES.Observations) await checkObservationResult(w, id, '');
+    if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, '');
   });
   return answer(deps, request, entity, id, 200);
 }
@@ -129,6 +133,7 @@ export async function deleteAt(deps: WriteDeps, target: Target): Promise<StaResp
   await inTransaction(deps, async (w) => {
     const history = entity === ENTITIES.Locations ? await historicalLocationsOf(w, id) : [];
     // The foreign keys cascade as the standard says (a Thing takes its Datastreams along, ...).
+    await beforeDelete(w, entity, id);
     const { rows } = await sql`delete from ${tableOf(w.ctx, entity)} where id = ${id} returning id`.execute(w.trx);
     if (rows.length === 0) throw new AppError('NOT_FOUND', `${entity.singular} ${id} does not exist`);
     recordChange(w, entity, id, 'delete');

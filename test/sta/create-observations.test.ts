@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { expectFieldError, expectProblem, grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { datastream, feature, location, thing } from './fixtures.js';
+import { datastream, feature, location, multiDatastream, thing } from './fixtures.js';
 
 /** `CreateObservations` (create observations via dataArray), through the data API gateway. */
 
@@ -113,6 +113,29 @@ for (const kind of databaseKinds()) {
       const results = await Promise.all(stored.map(async (i) => (await sta.request('GET', `${entries[i]!.slice(sta.publicBase.length)}/result`)).json().result));
       assert.deepEqual(results, [0, 1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 18, 19, 31, 42]);
       assert.equal(await count(unlocated), 0);
+    });
+
+    test('a MultiDatastream group: a row whose result is not an array of the declared length answers "error"; the others are stored, their FeatureOfInterest derived', async () => {
+      const thingId = (await sta.request('GET', `/Datastreams(${located})/Thing`)).json()['@iot.id'];
+      const multi = await sta.request('POST', `/Things(${thingId})/MultiDatastreams`, multiDatastream('Bulk wind'));
+      assert.equal(multi.statusCode, 201, multi.body);
+      const multiId = multi.json()['@iot.id'];
+      const response = await create([
+        { MultiDatastream: { '@iot.id': multiId }, components: ['phenomenonTime', 'result'], dataArray: [[hour(70), [1, 10]], [hour(71), [2]], [hour(72), 'calm'], [hour(73), [3, 30]]] },
+        group(located, ['phenomenonTime', 'result'], [[hour(74), 74]]),
+      ]);
+      assert.equal(response.statusCode, 201, response.body);
+      const entries: string[] = response.json();
+      assert.equal(entries.length, 5);
+      assert.match(entries[1]!, /^error \[0\]\.dataArray\[1\]\[1\]: must be an array of 2 values, one per ObservedProperty/);
+      assert.match(entries[2]!, /^error \[0\]\.dataArray\[2\]\[1\]: must be an array of 2 values/);
+      for (const i of [0, 3, 4]) assert.ok(entries[i]!.startsWith(`${sta.publicBase}/Observations(`), `entry ${i}: ${entries[i]}`);
+      const stored = (await sta.request('GET', `/MultiDatastreams(${multiId})/Observations?$orderby=phenomenonTime&$select=result&$expand=FeatureOfInterest($select=name)`)).json().value;
+      assert.deepEqual(stored.map((o: Json) => o.result), [[1, 10], [3, 30]]);
+      assert.deepEqual(stored.map((o: Json) => o.FeatureOfInterest.name), ['Bulk site', 'Bulk site']);
+      const single = (await sta.request('GET', `${entries[4]!.slice(sta.publicBase.length)}?$expand=Datastream($select=id)`)).json();
+      assert.equal(single.result, 74);
+      assert.equal(single.Datastream['@iot.id'], located);
     });
 
     test('a request whose shape is wrong is a 400 naming where, and stores nothing', async () => {

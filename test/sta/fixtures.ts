@@ -36,3 +36,21 @@ export const stationWithObservations = (n: number, name = 'Weather station') =>
       })),
     })],
   });
+
+export const OM_COMPLEX_OBSERVATION = 'http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_ComplexObservation';
+const OM_MEASUREMENT = 'http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_Measurement';
+
+/** A MultiDatastream of wind: speed and direction, with its Sensor and two new ObservedProperties. */
+export const multiDatastream = (name = 'Wind', extra: Record<string, unknown> = {}) => ({
+  name,
+  description: `${name} every minute`,
+  observationType: OM_COMPLEX_OBSERVATION,
+  unitOfMeasurements: [
+    { name: 'metre per second', symbol: 'm/s', definition: 'http://qudt.org/vocab/unit/M-PER-SEC' },
+    { name: 'degree', symbol: '°', definition: 'http://qudt.org/vocab/unit/DEG' },
+  ],
+  multiObservationDataTypes: [OM_MEASUREMENT, OM_MEASUREMENT],
+  Sensor: sensor('Anemometer'),
+  ObservedProperties: [observedProperty('Wind speed'), observedProperty('Wind direction')],
+  ...extra,
+});

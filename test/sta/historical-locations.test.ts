@@ -99,6 +99,7 @@ for (const kind of databaseKinds()) {
         `${spec}datamodel`, `${spec}resource-path/resource-path-to-entities`, `${spec}request-data`, `${spec}create-update-delete`,
         `${spec}batch-request/batch-request`, `${spec}data-array/data-array`,
         `${spec}create-observations-via-mqtt/observations-creation`, `${spec}receive-updates-via-mqtt/receive-updates`,
+        `${spec}multi-datastream`,
       ]);
       const dataApi = new URL(t.ctx.config.dataApi.baseUrl);
       const endpoints = [`mqtt://${dataApi.hostname}:${t.ctx.config.mqtt.port}`, `ws://${dataApi.host}/mqtt`];

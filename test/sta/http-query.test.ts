@@ -33,7 +33,7 @@ for (const kind of databaseKinds()) {
 
     test('the service root lists the entity sets on the public route and the conformance classes; v1.1 is an alias', async () => {
       const root = await get('');
-      assert.deepEqual(root.value.map((s: Json) => s.name), ['Things', 'Locations', 'HistoricalLocations', 'Datastreams', 'Sensors', 'ObservedProperties', 'Observations', 'FeaturesOfInterest']);
+      assert.deepEqual(root.value.map((s: Json) => s.name), ['Things', 'Locations', 'HistoricalLocations', 'Datastreams', 'MultiDatastreams', 'Sensors', 'ObservedProperties', 'Observations', 'FeaturesOfInterest']);
       assert.equal(root.value[3].url, `${sta.publicBase}/Datastreams`);
       assert.ok(root.serverSettings.conformance.includes('http://www.opengis.net/spec/iot_sensing/1.1/req/create-update-delete'));
       assert.equal((await get('/v1.1/Things?$top=1')).value[0]['@iot.selfLink'], `${sta.publicBase}/Things(1)`);

@@ -123,7 +123,7 @@ for (const kind of databaseKinds()) {
 
     test('service root, HEAD and unknown ids', async () => {
       const root = await get('');
-      assert.equal(root.value.length, 8);
+      assert.equal(root.value.length, 9, 'the eight entity sets of the core and MultiDatastreams');
       assert.deepEqual(root.value[0], { name: 'Things', url: `${BASE}/Things` });
       assert.ok(root.serverSettings.conformance.includes('http://www.opengis.net/spec/iot_sensing/1.1/req/request-data'));
       await assert.rejects(store.call('GET', '/Things(999999)'), (e: AppError) => e.status === 404);

@@ -20,7 +20,7 @@ export interface StaTopic {
 }
 
 const ROUTE = /^v1\/datasets\/([^/]+)\/([^/]+)\/(.+)$/;
-const ENTITY_SETS = new Set(['Things', 'Locations', 'HistoricalLocations', 'Datastreams', 'Sensors', 'ObservedProperties', 'Observations', 'FeaturesOfInterest']);
+const ENTITY_SETS = new Set(['Things', 'Locations', 'HistoricalLocations', 'Datastreams', 'MultiDatastreams', 'Sensors', 'ObservedProperties', 'Observations', 'FeaturesOfInterest']);
 
 /**
  * Splits a topic into its route and resource, or null when it is not one the broker serves. The
@@ -109,8 +109,13 @@ export const TO_ONE_LINKS: Readonly<Record<string, ReadonlyArray<{ navigation: s
     { navigation: 'Sensor', targetSet: 'Sensors', backCollection: 'Datastreams' },
     { navigation: 'ObservedProperty', targetSet: 'ObservedProperties', backCollection: 'Datastreams' },
   ],
+  MultiDatastreams: [
+    { navigation: 'Thing', targetSet: 'Things', backCollection: 'MultiDatastreams' },
+    { navigation: 'Sensor', targetSet: 'Sensors', backCollection: 'MultiDatastreams' },
+  ],
   Observations: [
     { navigation: 'Datastream', targetSet: 'Datastreams', backCollection: 'Observations' },
+    { navigation: 'MultiDatastream', targetSet: 'MultiDatastreams', backCollection: 'Observations' },
     { navigation: 'FeatureOfInterest', targetSet: 'FeaturesOfInterest', backCollection: 'Observations' },
   ],
 };

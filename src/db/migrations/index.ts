@@ -15,6 +15,7 @@ import * as accessVersionAtCommit from './0014_access_version_at_commit.js';
 import * as secretsKey from './0015_secrets_key.js';
 import * as pipelineRuntime from './0016_pipeline_runtime.js';
 import * as personalAccessTokens from './0017_personal_access_tokens.js';
+import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '0015_secrets_key': secretsKey,
   '0016_pipeline_runtime': pipelineRuntime,
   '0017_personal_access_tokens': personalAccessTokens,
+  '0019_sta_multi_datastreams': staMultiDatastreams,
 };
