@@ -39,7 +39,7 @@ export interface StaReport {
   seed: StaSeed;
   window: { from: string; to: string; count: number };
   reads: ReadResult[];
-  gateway: { bearer: Run; anonymous: Run; handler: Run };
+  gateway: { bearer: Run; patBearer: Run; patBasic: Run; anonymous: Run; handler: Run };
   writes: WriteResult;
 }
 
@@ -76,6 +76,8 @@ export function renderSummary(r: StaReport): string {
   lines.push('| path | req/s (calls/s) | p50 ms | p99 ms |');
   lines.push('|---|---:|---:|---:|');
   lines.push(`| (a) gateway, bearer token, closed dataset${failures(g.bearer)} | ${f(g.bearer.perSecond, 0)} | ${f(g.bearer.p50Ms)} | ${f(g.bearer.p99Ms)} |`);
+  lines.push(`| (a2) gateway, personal access token as bearer, closed dataset${failures(g.patBearer)} | ${f(g.patBearer.perSecond, 0)} | ${f(g.patBearer.p50Ms)} | ${f(g.patBearer.p99Ms)} |`);
+  lines.push(`| (a3) gateway, personal access token as the Basic password, closed dataset${failures(g.patBasic)} | ${f(g.patBasic.perSecond, 0)} | ${f(g.patBasic.p50Ms)} | ${f(g.patBasic.p99Ms)} |`);
   lines.push(`| (b) gateway, anonymous, \`openDataAccess: true\`${failures(g.anonymous)} | ${f(g.anonymous.perSecond, 0)} | ${f(g.anonymous.p50Ms)} | ${f(g.anonymous.p99Ms)} |`);
   lines.push(`| (c) \`createStaServer({ db }).handle(…)\` in process, no HTTP, no authorization${failures(g.handler)} | ${f(g.handler.perSecond, 0)} | ${f(g.handler.p50Ms)} | ${f(g.handler.p99Ms)} |`);
   const authRatio = g.bearer.perSecond / g.anonymous.perSecond;
@@ -116,6 +118,8 @@ export function renderResults(r: StaReport): string {
     raw(`SQL alone: ${read.name}`, read.sql);
   }
   raw('gateway (a) bearer, closed', r.gateway.bearer);
+  raw('gateway (a2) personal access token as bearer, closed', r.gateway.patBearer);
+  raw('gateway (a3) personal access token as Basic password, closed', r.gateway.patBasic);
   raw('gateway (b) anonymous, open', r.gateway.anonymous);
   raw('gateway (c) handler in process', r.gateway.handler);
   raw('single POST Observation', r.writes.singlePost);

@@ -18,7 +18,7 @@ import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { openDatabase } from '../../src/db/client.js';
 import { createStaServer, type StaRequest } from '../../src/sta/index.js';
 import { httpLoad, loopLoad, sqlLoad, type Run } from './load.js';
-import { countObservations, openForAnonymousReads, releasedStaDataset, seedSta, type StaDataset } from './setup.js';
+import { countObservations, openForAnonymousReads, personalAccessToken, releasedStaDataset, seedSta, type StaDataset } from './setup.js';
 import { renderResults, renderSummary, type ReadResult, type StaReport, type WriteResult } from './report.js';
 
 const root = REPO_ROOT;
@@ -238,6 +238,16 @@ async function main() {
     const bearer = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, headers: { authorization: `Bearer ${token}` }, warmupSeconds: WARMUP });
     checkServer('gateway cost (a)');
     say(`  ${brief(bearer)}`);
+    // A personal access token (the contract's "Personal access tokens"), as a bearer and as the
+    // password of HTTP Basic, as QGIS sends it: the same caller cache as an OIDC token once looked up.
+    const pat = await personalAccessToken(API, token);
+    say('gateway cost: (a2) personal access token as bearer, (a3) as the Basic password');
+    const patBearer = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, headers: { authorization: `Bearer ${pat}` }, warmupSeconds: WARMUP });
+    checkServer('gateway cost (a2)');
+    say(`  ${brief(patBearer)}`);
+    const patBasic = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, headers: { authorization: `Basic ${Buffer.from(`qgis:${pat}`).toString('base64')}` }, warmupSeconds: WARMUP });
+    checkServer('gateway cost (a3)');
+    say(`  ${brief(patBasic)}`);
     await openForAnonymousReads(API, token, dataset, reads[0]!.path);
     say('gateway cost: (b) anonymous on openDataAccess');
     const anonymous = await httpLoad(dataset.base + reads[0]!.path, { connections: CONNECTIONS, seconds: DURATION, warmupSeconds: WARMUP });
@@ -270,7 +280,7 @@ async function main() {
       seed,
       window: { from, to, count: windowCount },
       reads: readResults,
-      gateway: { bearer, anonymous, handler },
+      gateway: { bearer, patBearer, patBasic, anonymous, handler },
       writes,
     };
     writeResults(report);

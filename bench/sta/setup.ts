@@ -71,6 +71,12 @@ export async function releasedStaDataset(api: string, dataApi: string, token: st
 }
 
 /** Flips `openDataAccess` on a released dataset and waits until the gateway serves it anonymously. */
+/** A personal access token of the caller of `token`, created through the management API. */
+export async function personalAccessToken(api: string, token: string): Promise<string> {
+  const created = await call<{ token: string }>('POST', `${api}/v1/users/me/tokens`, token, { name: 'benchmark' });
+  return created.body.token;
+}
+
 export async function openForAnonymousReads(api: string, token: string, dataset: StaDataset, probePath: string): Promise<void> {
   await call('PATCH', `${api}/v1/datasets/${dataset.id}/released/meta`, token, { openDataAccess: true });
   await until('anonymous reads after openDataAccess', 30_000, async () => {
