@@ -5,8 +5,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { freePort } from '../faults/harness.js';
+import type { TestApp } from '../helpers/test-app.js';
+import { listeningOwsApp } from './ows-helpers.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { missing, requireGdal, requireMapServer, requirePostgis } from '../helpers/requirements.js';
 
@@ -25,10 +25,7 @@ describe('GDAL reads the WFS through the gateway (postgres, real MapServer)', { 
   let dataApiUrl: string;
   let workDir: string;
   before(async () => {
-    const port = await freePort();
-    dataApiUrl = `http://127.0.0.1:${port}`;
-    t = await buildTestApp('postgres', { DATA_API_URL: dataApiUrl });
-    await (await t.dataApi()).listen({ host: '127.0.0.1', port });
+    ({ t, dataApiUrl } = await listeningOwsApp());
     workDir = await mkdtemp(path.join(tmpdir(), 'gdal-'));
     closed = await publishDataset(t, { standard: 'OWS', slug: 'closed' });
     open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true });

@@ -8,10 +8,9 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { bearer } from '../helpers/factories.js';
-import { freePort } from '../faults/harness.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { DEBIAN_PYTHON, missing, requireGdal, requireMapServer, requirePostgis, requirePythonModule } from '../helpers/requirements.js';
-import { ogc, parseXml } from './ows-helpers.js';
+import { listeningOwsApp, ogc, parseXml } from './ows-helpers.js';
 
 const run = promisify(execFile);
 type Json = Record<string, any>;
@@ -50,12 +49,7 @@ describe('GIS clients read the OWS named APIs (postgres, real MapServer, OWSLib,
   let dataApiUrl: string;
   let workDir: string;
   before(async () => {
-    const port = await freePort();
-    dataApiUrl = `http://127.0.0.1:${port}`;
-    t = await buildTestApp('postgres', {
-      DATA_API_URL: dataApiUrl, OWS_EXTENT_REFRESH_MS: '0', OWS_CONTACT_ORGANIZATION: CONTACT.organization, OWS_CONTACT_EMAIL: CONTACT.email,
-    });
-    await (await t.dataApi()).listen({ host: '127.0.0.1', port });
+    ({ t, dataApiUrl } = await listeningOwsApp({ OWS_EXTENT_REFRESH_MS: '0', OWS_CONTACT_ORGANIZATION: CONTACT.organization, OWS_CONTACT_EMAIL: CONTACT.email }));
     workDir = await mkdtemp(path.join(tmpdir(), 'gis-'));
     closed = await publishDataset(t, { standard: 'OWS', slug: 'parks' });
     open = await publishDataset(t, { standard: 'OWS', slug: 'citymap', openDataAccess: true });

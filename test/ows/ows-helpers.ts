@@ -3,6 +3,8 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { PNG } from 'pngjs';
 import type { LightMyRequestResponse } from 'fastify';
 import type { PublishedDataset } from '../helpers/sta-dataset.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { freePort } from '../faults/harness.js';
 
 type Json = Record<string, any>;
 
@@ -87,3 +89,15 @@ export function decodePng(response: LightMyRequestResponse) {
 
 export const isRed = ([r, g, b]: number[]) => r! > 200 && g! < 60 && b! < 60;
 export const isGreen = ([r, g, b]: number[]) => g! > 200 && r! < 60 && b! < 60;
+
+/**
+ * A PostgreSQL test app whose data API listens on a free port that `DATA_API_URL` names: real GIS
+ * clients (GDAL, OWSLib, QGIS) follow the URLs the capabilities advertise, so they must reach it.
+ */
+export async function listeningOwsApp(env: Record<string, string> = {}): Promise<{ t: TestApp; dataApiUrl: string }> {
+  const port = await freePort();
+  const dataApiUrl = `http://127.0.0.1:${port}`;
+  const t = await buildTestApp('postgres', { DATA_API_URL: dataApiUrl, ...env });
+  await (await t.dataApi()).listen({ host: '127.0.0.1', port });
+  return { t, dataApiUrl };
+}

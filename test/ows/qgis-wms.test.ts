@@ -7,12 +7,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PNG } from 'pngjs';
-import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { freePort } from '../faults/harness.js';
+import type { TestApp } from '../helpers/test-app.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { DEBIAN_PYTHON, missing, requireMapServer, requirePostgis, requirePythonModule } from '../helpers/requirements.js';
 import { bearer } from '../helpers/factories.js';
-import { isRed, squareStyle, TREES } from './ows-helpers.js';
+import { isRed, listeningOwsApp, squareStyle, TREES } from './ows-helpers.js';
 
 const run = promisify(execFile);
 const DRAW_WMS = fileURLToPath(new URL('./clients/qgis_draw_wms.py', import.meta.url));
@@ -29,10 +28,7 @@ describe('QGIS draws a WMS layer through the gateway (postgres, real MapServer, 
   let dataApiUrl: string;
   let workDir: string;
   before(async () => {
-    const port = await freePort();
-    dataApiUrl = `http://127.0.0.1:${port}`;
-    t = await buildTestApp('postgres', { DATA_API_URL: dataApiUrl });
-    await (await t.dataApi()).listen({ host: '127.0.0.1', port });
+    ({ t, dataApiUrl } = await listeningOwsApp());
     workDir = await mkdtemp(path.join(tmpdir(), 'qgis-'));
     const styles = [{ name: 'red', sldContent: squareStyle('trees', '#ff0000', 16) }];
     open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true, styles });
