@@ -3,9 +3,6 @@ import type { Database } from '../../db/client.js';
 import type { ScopeType } from '../../db/schema.js';
 import { heldGroupsCte } from '../../access/caller.js';
 
-export const findUserActivity = (db: Database, userId: string) =>
-  db.selectFrom('users').select(['id', 'active']).where('id', '=', userId).executeTakeFirst();
-
 export interface GrantRow {
   permission: string; assignment_id: string; group_id: string; group_name: string; role_id: string; role_name: string;
   scope_type: ScopeType; scope_id: string;

@@ -3,7 +3,8 @@ import type { Caller } from '../../access/caller.js';
 import { hasPermissionOn } from '../../access/check-access.js';
 import { AppError, accessDenied, notFound } from '../../errors.js';
 import { findDatasetState } from '../datasets/index.js';
-import { findUserActivity, grantsOnDataset } from './access-explain.repo.js';
+import { grantsOnDataset } from './access-explain.repo.js';
+import { findUserActivity } from '../users/index.js';
 import type { AccessExplanation, AccessGrant } from './access-explain.schemas.js';
 
 const unknownUser = (userId: string) => new AppError('NOT_FOUND', `userId: no user has the id ${userId}`, {

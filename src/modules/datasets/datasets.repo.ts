@@ -158,3 +158,10 @@ export async function datasetIdsOfDatapools(db: Database, datapoolIds: readonly 
   for (const row of rows) byPool.get(row.datapool_id!)?.push(row.id);
   return byPool;
 }
+
+/** Which of the dataset ids exist, locked FOR KEY SHARE (as the scopes of assignments are) until the transaction ends. */
+export async function existingDatasetIds(db: Database, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`select id from datasets where id in (${sql.join([...ids])}) for key share`.execute(db);
+  return new Set(rows.map((row) => row.id));
+}

@@ -48,20 +48,3 @@ export async function deleteTokenRow(db: Database, userId: string, id: string): 
   if (!row) return null;
   return { id: row.id, name: row.name, expiresAt: iso(row.expires_at), datasetIds: row.dataset_ids === null ? null : textArray(row.dataset_ids) };
 }
-
-/** Which of the dataset ids exist (locked FOR KEY SHARE, as the scopes of assignments are). */
-export async function existingDatasetIds(db: Database, ids: readonly string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const { rows } = await sql<{ id: string }>`select id from datasets where id in (${sql.join([...ids])}) for key share`.execute(db);
-  return new Set(rows.map((row) => row.id));
-}
-
-/** The user's row, locked against a concurrent delete; whether it exists and is active. */
-export async function lockUserState(db: Database, userId: string): Promise<{ active: boolean } | null> {
-  const { rows: [row] } = await sql<{ active: boolean }>`select active from users where id = ${userId} for key share`.execute(db);
-  return row ?? null;
-}
-
-export async function userExists(db: Database, userId: string): Promise<boolean> {
-  return (await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst()) !== undefined;
-}

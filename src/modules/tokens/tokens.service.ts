@@ -5,7 +5,9 @@ import { newPersonalAccessToken, personalAccessTokenDigest } from '../../access/
 import { AppError, notFound, validationFailed } from '../../errors.js';
 import { recordEvent, type Actor } from '../audit/index.js';
 import { pageOf, parseSort } from '../../http/page.js';
-import { deleteTokenRow, existingDatasetIds, findTokenPage, insertToken, loadTokens, lockUserState, TOKEN_SORT_COLUMNS, userExists } from './tokens.repo.js';
+import { deleteTokenRow, findTokenPage, insertToken, loadTokens, TOKEN_SORT_COLUMNS } from './tokens.repo.js';
+import { existingDatasetIds } from '../datasets/index.js';
+import { findUserActivity, lockUserState } from '../users/index.js';
 import type { CreatedPersonalAccessToken, PersonalAccessTokenInput, PersonalAccessTokenListQuery } from './tokens.schemas.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -82,7 +84,7 @@ export async function getToken(db: Database, userId: string | null, id: string) 
 
 /** An administrator's view of a user's tokens: 404 for an unknown user. */
 export async function listTokensOfUser(db: Database, userId: string, query: PersonalAccessTokenListQuery) {
-  if (!(await userExists(db, userId))) throw notFound('User', userId);
+  if (!(await findUserActivity(db, userId))) throw notFound('User', userId);
   return listTokens(db, userId, query);
 }
 

@@ -116,3 +116,13 @@ export async function replaceMemberships(db: Database, userId: string, groupIds:
   if (changed.length > 0) await db.updateTable('groups').set({ modified_at: sql`now()` }).where('id', 'in', changed).execute();
   return changed.length;
 }
+
+/** A user's row locked against a concurrent delete (FOR KEY SHARE): whether it exists and is active. */
+export async function lockUserState(db: Database, userId: string): Promise<{ active: boolean } | null> {
+  const { rows: [row] } = await sql<{ active: boolean }>`select active from users where id = ${userId} for key share`.execute(db);
+  return row ?? null;
+}
+
+/** Whether a user exists, and whether it is active; undefined when there is none. */
+export const findUserActivity = (db: Database, userId: string) =>
+  db.selectFrom('users').select(['id', 'active']).where('id', '=', userId).executeTakeFirst();

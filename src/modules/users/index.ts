@@ -1,0 +1,2 @@
+/** The users module's public face: what other modules may use. */
+export { findUserActivity, lockUserState } from './users.repo.js';
