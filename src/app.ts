@@ -31,12 +31,15 @@ import { pipelineRoutes } from './modules/pipelines/index.js';
 import { dataSourceRoutes, existingDataSourceIds } from './modules/datasources/index.js';
 import { dataStructureRoutes } from './modules/datastructures/index.js';
 
+import { accessLogOptions } from './http/access-log.js';
+
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Fastify options shared by the management API and the data API gateway. */
 export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: FastifyServerOptions['loggerInstance'] | undefined): FastifyServerOptions {
   return {
     ...(logger ? { loggerInstance: logger } : { logger: false }),
+    ...accessLogOptions(),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: requestIdOf,
     // Behind trusted proxies (TRUST_PROXY) request.ip is the client they forwarded, not the proxy.
@@ -51,7 +54,7 @@ export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: Fasti
 }
 
 /** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
-export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous' | 'callers'> = {}) {
+export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous' | 'acceptPersonalAccessTokens'> = {}) {
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -63,7 +66,7 @@ export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContex
   // The management API takes the data API's JSON depth too: no body of either needs more.
   installJsonBodies(app, { maxDepth: ctx.config.dataApi.limits.jsonMaxDepth });
   installProblemHandlers(app);
-  await app.register(authentication, { verifier: ctx.verifier, db: ctx.db, ...options });
+  await app.register(authentication, { verifier: ctx.verifier, callers: ctx.callers, ...options });
 }
 
 /**

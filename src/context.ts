@@ -10,6 +10,7 @@ import type { OwsServer } from './ows/ows-server.js';
 import type { SecretKeyRing } from './db/secrets.js';
 import type { Metrics } from './metrics/registry.js';
 import type { PipelineRuntime } from './ingest/runtime.js';
+import type { CallerCache } from './access/caller-cache.js';
 
 /** What every module is given: built once at start, passed down (no globals). */
 export interface AppContext {
@@ -19,6 +20,12 @@ export interface AppContext {
   databaseUrl: string | null;
   tenant: Tenant;
   verifier: TokenVerifier;
+  /**
+   * Callers by credential, shared by the management API and the data API of this process: a request
+   * costs a read of the access version instead of the grants query, and a grant changed by any process
+   * is seen by the next request.
+   */
+  callers: CallerCache;
   /** The saga worker of this process (started with the management API, stopped before the database closes). */
   sagas: SagaRunner;
   /** Our SensorThings server, shared by the gateway (requests) and the RELEASE saga (provisioning). */

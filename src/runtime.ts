@@ -8,6 +8,7 @@ import { checkDatabasePrivileges } from './db/privileges.js';
 import { StartRefusedError } from './db/start-errors.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
+import { CallerCache } from './access/caller-cache.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
@@ -76,6 +77,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const secrets = await loadSecretKeyRing(db, config.secrets, where, log);
     await resealDataSourceSecrets(db, secrets);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds, jwksUrl: config.oidc.jwksUrl });
+    const callers = new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token'));
     const staChanges = new StaChangeFeed(db, where.url, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
     const sta = createStaServer({
@@ -104,7 +106,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       log: ingestLog,
       reconcileMs: config.pipelines.reconcileMs,
     });
-    return { config, db, databaseUrl: where.url, tenant, verifier, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines };
+    return { config, db, databaseUrl: where.url, tenant, verifier, callers, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines };
   } catch (error) {
     await db.destroy();
     throw error;

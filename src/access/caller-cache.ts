@@ -13,7 +13,8 @@ export interface TokenCaller { token: PersonalAccessToken; caller: Caller }
  * Callers by identity, valid while the access version (migrations 0013, 0014) stands still: a request
  * costs one read of a counter instead of the grants query, and any change to users, memberships,
  * groups, assignments or role permissions, committed by any process, makes the next request load
- * afresh. For the data API's hot path, where the same clients read again and again.
+ * afresh. One per process (the context's), shared by the management API and the data API: the same
+ * clients call again and again, and the grants query was most of a management read's own work.
  * Cached callers are shared between requests and never changed.
  */
 export class CallerCache {

@@ -7,7 +7,6 @@ import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
 import { countRequests } from '../metrics/http.js';
 import { rejectToken } from '../http/authentication.js';
-import { CallerCache } from '../access/caller-cache.js';
 import { publicBaseOf, RouteTable } from './route-table.js';
 import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
 import { decideCaching, installCacheHeaders } from './cache-headers.js';
@@ -57,9 +56,8 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
       maxAge: 600,
     });
   }
-  // Payload clients read again and again: their grants are cached while no access change happened.
-  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), callers: new CallerCache(ctx.db, undefined, (error) => app.log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')),
-  });
+  // Payload clients may present personal access tokens too (QGIS, sensors, scripts).
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), acceptPersonalAccessTokens: true });
   registerHealthRoutes(app, ctx.db);
   // Cache-Control (and a validator) on every payload answer, OWS and SensorThings alike.
   installCacheHeaders(app);

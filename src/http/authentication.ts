@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Database } from '../db/client.js';
-import { loadCaller, type Caller } from '../access/caller.js';
+import type { Caller } from '../access/caller.js';
 import type { CallerCache } from '../access/caller-cache.js';
 import { digestOfPresented, identityOf, isPersonalAccessToken } from '../access/credentials.js';
 import { TokenRejectedError, type TokenVerifier } from './token-verifier.js';
@@ -84,19 +83,19 @@ export const CALLER_UNKNOWN_HINT = 'no user of this service matches the token (b
 
 export interface AuthenticationOptions {
   verifier: TokenVerifier;
-  db: Database;
   /**
    * Requests that may come without a token (the data API's payload routes, readable anonymously
    * when open data): they pass with `caller` null and the route decides. A token that is sent is
    * checked all the same.
    */
   mayBeAnonymous?: (request: FastifyRequest) => boolean;
+  /** Where callers are looked up: their grants are loaded again only after an access change. */
+  callers: CallerCache;
   /**
-   * Where callers are looked up instead of loading their grants on every request (the data API).
-   * With it, personal access tokens are accepted too, as `Bearer pat_…` or as the password of HTTP
-   * Basic (any user name); without it (the management API) a personal access token answers 401.
+   * Personal access tokens are accepted, as `Bearer pat_…` or as the password of HTTP Basic (any
+   * user name): the data API. Without it (the management API) a personal access token answers 401.
    */
-  callers?: CallerCache;
+  acceptPersonalAccessTokens?: boolean;
 }
 
 /** What an Authorization header presents, as far as its syntax goes. */
@@ -116,7 +115,7 @@ function presentedBy(header: string, acceptBasic: boolean): Presented {
 const PAT_REFUSED = 'invalid or expired personal access token';
 
 /** Checks the bearer token of every /v1 request and loads the caller it names. */
-export const authentication = fp<AuthenticationOptions>(async (app, { verifier, db, mayBeAnonymous, callers }) => {
+export const authentication = fp<AuthenticationOptions>(async (app, { verifier, callers, mayBeAnonymous, acceptPersonalAccessTokens = false }) => {
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (!isApiPath(request.url)) return;
@@ -125,11 +124,11 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       if (mayBeAnonymous?.(request)) return;
       return rejectToken(reply, {});
     }
-    const presented = presentedBy(header, callers !== undefined);
+    const presented = presentedBy(header, acceptPersonalAccessTokens);
     if ('malformed' in presented) return rejectToken(reply, { error: 'invalid_request', description: 'malformed Authorization header' });
     const allowed = parseAllowedScopeIds(request.headers['x-allowed-scope-ids']);
     if (presented.scheme === 'basic' || isPersonalAccessToken(presented.secret)) {
-      if (!callers) return rejectToken(reply, { error: 'invalid_token', description: 'personal access tokens are accepted on the data API only' });
+      if (!acceptPersonalAccessTokens) return rejectToken(reply, { error: 'invalid_token', description: 'personal access tokens are accepted on the data API only' });
       const digest = digestOfPresented(presented.secret);
       const caller = digest === null ? null : await callers.personalAccessToken(digest);
       if (!caller) return rejectToken(reply, { error: 'invalid_token', description: PAT_REFUSED });
@@ -146,7 +145,7 @@ export const authentication = fp<AuthenticationOptions>(async (app, { verifier, 
       }
       throw error;
     }
-    request.caller = callers ? await callers.load(identityOf(token), allowed) : await loadCaller(db, identityOf(token), allowed);
+    request.caller = await callers.load(identityOf(token), allowed);
     // Authenticated but no user of the service: every answer would look like an empty tenant. Say why.
     if (request.caller.profile === null) reply.header(CALLER_UNKNOWN_HEADER, CALLER_UNKNOWN_HINT);
   });

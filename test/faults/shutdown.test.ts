@@ -39,7 +39,8 @@ for (const kind of databaseKinds()) {
 
     it(`answers all ${WRITES} writes in flight at SIGTERM, exits 0, and keeps them`, async () => {
       const ports = await serverPorts();
-      const server = startServer(env, ports);
+      // At debug the server logs each request as it arrives: the sign that it has read them all.
+      const server = startServer({ ...env, LOG_LEVEL: 'debug' }, ports);
       children.push(server);
       await server.waitForLine(/"msg":"ready: /);
       const token = await adminToken(server.idpUrl);
