@@ -26,7 +26,9 @@ let capturing: CapturedQuery[] | null = null;
 export function installQueryCapture() {
   const original = pg.Client.prototype.query as (...args: unknown[]) => unknown;
   pg.Client.prototype.query = function capture(this: pg.Client, ...args: unknown[]) {
-    const [text, values] = args;
+    // A named (prepared) statement comes as one config object: { name, text, values }.
+    const config = typeof args[0] === 'object' && args[0] !== null ? args[0] as { text?: unknown; values?: unknown } : null;
+    const [text, values] = config ? [config.text, config.values] : args;
     if (capturing && typeof text === 'string' && !/^select pg_backend_pid\(\)/i.test(text)) {
       capturing.push({ text, values: Array.isArray(values) ? [...values] : [] });
     }

@@ -29,6 +29,7 @@ const EnvSchema = Type.Object({
   DATABASE_STARTUP_TIMEOUT: Type.Integer({ default: 60, minimum: 0, maximum: 3600 }),
   // Pooled PostgreSQL connections per process (LISTEN, lease and SQL-source connections come on top).
   DATABASE_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 500 }),
+  DATABASE_PREPARED_STATEMENTS: Type.Integer({ default: 200, minimum: 0, maximum: 10_000 }),
   OIDC_ISSUER: Type.Optional(HttpUrl),
   // The issuer's signing keys at another address than its discovery document names (an in-cluster URL).
   OIDC_JWKS_URL: Type.Optional(HttpUrl),
@@ -116,8 +117,8 @@ export interface Config {
    */
   ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number;
     contact: { organization: string | null; email: string | null }; extentRefreshMs: number };
-  /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process. */
-  database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number };
+  /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process; preparedStatements: statement texts run as named statements (0: none). */
+  database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number; preparedStatements: number };
   /**
    * The keys that seal data source secrets at rest: `key` (SECRETS_KEY) seals and opens,
    * `previousKey` (SECRETS_KEY_PREVIOUS) still opens during a rotation. Null `key`: a key generated
@@ -242,7 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       contact: { organization: e.OWS_CONTACT_ORGANIZATION ?? null, email: e.OWS_CONTACT_EMAIL ?? null },
       extentRefreshMs: e.OWS_EXTENT_REFRESH_MS,
     },
-    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE },
+    database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE, preparedStatements: e.DATABASE_PREPARED_STATEMENTS },
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds, jwksUrl: e.OIDC_JWKS_URL ?? null },
     bootstrap: { adminEmail: e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(), tenantId: e.TENANT_ID?.toLowerCase() ?? null, tenantName: e.TENANT_NAME },

@@ -62,7 +62,7 @@ function joinSteps(...parts: DatasetSagaSteps[]): DatasetSagaSteps {
  * state every listener of one process shares. The caller closes it with `ctx.db.destroy()`.
  */
 export async function createContext(config: Config, target?: DatabaseTarget, log: RuntimeLog = SILENT, pipelineLog: RuntimeLog = log): Promise<AppContext> {
-  const where = target ?? { url: config.database.url, dataDir: config.database.dataDir, poolSize: config.database.poolSize };
+  const where = target ?? { url: config.database.url, dataDir: config.database.dataDir, poolSize: config.database.poolSize, preparedStatements: config.database.preparedStatements };
   const db = openDatabase(where, log);
   try {
     await waitForDatabase(db, config.database.startupTimeoutSeconds, log);

@@ -8,6 +8,10 @@ import type { DB } from './schema.js';
 import { initialisePgliteDirectory } from './pglite-first-start.js';
 import { PgliteDialect } from './pglite-dialect.js';
 import { describeConnectionError, isConnectionRefused } from './connection-errors.js';
+import { namingClient, StatementNames } from './prepared-statements.js';
+
+/** Statement texts named per process unless the target says otherwise (DATABASE_PREPARED_STATEMENTS). */
+export const DEFAULT_PREPARED_STATEMENTS = 200;
 
 export type Database = Kysely<DB>;
 
@@ -17,6 +21,8 @@ export interface DatabaseTarget {
   /** Where PGlite keeps its files; null keeps them in memory (tests). */
   dataDir: string | null;
   poolSize?: number;
+  /** PostgreSQL: how many statement texts a process runs as named (prepared) statements; 0: none (see prepared-statements.ts). */
+  preparedStatements?: number;
 }
 
 /** Where connection trouble is reported; the process carries on either way. */
@@ -52,7 +58,7 @@ export function connectionCountsOf(db: Database): ConnectionCounts | null {
 
 export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn: () => {} }): Database {
   if (target.url) {
-    const pool = openPool(target.url, target.poolSize ?? 10, log);
+    const pool = openPool(target.url, target.poolSize ?? 10, target.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS, log);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pool.kysely }) });
     connectionCounters.set(db, () => ({ total: pool.pg.totalCount, idle: pool.pg.idleCount, waiting: pool.pg.waitingCount }));
     return db;
@@ -74,7 +80,8 @@ export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn
   return db;
 }
 
-function openPool(url: string, size: number, log: ConnectionLog): { pg: pg.Pool; kysely: PostgresPool } {
+function openPool(url: string, size: number, preparedStatements: number, log: ConnectionLog): { pg: pg.Pool; kysely: PostgresPool } {
+  const names = preparedStatements > 0 ? new StatementNames(preparedStatements) : null;
   const pool = new pg.Pool({ connectionString: url, max: size, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
   // A client whose connection drops (terminated backend, database restart, network) emits 'error',
   // idle or checked out; unheard, that error would end the process. The query under way fails on
@@ -86,7 +93,8 @@ function openPool(url: string, size: number, log: ConnectionLog): { pg: pg.Pool;
     connect: async () => {
       for (let attempt = 0; ; attempt++) {
         try {
-          return await pool.connect();
+          const client = await pool.connect();
+          return names ? namingClient(client, names) as unknown as pg.PoolClient : client;
         } catch (error) {
           const delay = CONNECT_RETRY_DELAYS_MS[attempt];
           if (delay === undefined || !isConnectionRefused(error)) throw error;
