@@ -1,11 +1,13 @@
 import { AppError, validationFailed } from '../errors.js';
 import { ENTITIES, propertyOf, type PropertyDef } from './model.js';
-import { parseEntity, type BoundValue } from './validate.js';
+import { bindProperty, type BoundValue } from './validate.js';
 
 /**
  * The body of `CreateObservations` checked whole and turned into one column per stored field,
- * ready to bind as array parameters. Every value goes through the same checks as a single
- * Observation's create (`parseEntity`), so both paths accept exactly the same values.
+ * ready to bind as array parameters. Every value goes through the same check as the property's
+ * value in a single Observation's create (`bindProperty`, which `parseEntity` applies), so both
+ * paths accept exactly the same values; the components are matched to their properties once per
+ * group, not per row (a row is one of thousands).
  *
  * A fault in the request's shape (not an array, a group without Datastream or MultiDatastream, or
  * with both, unknown components, a `dataArray@iot.count` that does not match) refuses the whole
@@ -128,11 +130,12 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
     throw validationFailed(`${field}.dataArray@iot.count`, `is ${JSON.stringify(count)} but dataArray holds ${dataArray.length} rows`);
   }
   const featureComponent = components.indexOf(FOI_COMPONENT);
+  const bound = components.flatMap((name, index) => (index === featureComponent ? [] : [{ index, property: observationProperty(name) }]));
   const first = columns.total;
   dataArray.forEach((row, r) => {
     const source = first + r;
     try {
-      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, { id: datastreamId, multi }, columns);
+      parseRow(row, `${field}.dataArray[${r}]`, components.length, bound, featureComponent, { id: datastreamId, multi }, columns);
       columns.source.push(source);
     } catch (error) {
       const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
@@ -144,26 +147,19 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, first, end: columns.total, featureComponent });
 }
 
+/**
+ * One row's values into the columns. The components hold `result` and `phenomenonTime` (checked
+ * per group), so the required properties are there; a fault names the value's position.
+ */
 function parseRow(
-  row: unknown, field: string, components: string[], featureComponent: number,
+  row: unknown, field: string, length: number, bound: { index: number; property: PropertyDef }[], featureComponent: number,
   stream: { id: number; multi: boolean }, columns: ObservationColumns,
 ) {
-  if (!Array.isArray(row) || row.length !== components.length) {
-    throw validationFailed(field, `must be an array of ${components.length} values, one per component`);
+  if (!Array.isArray(row) || row.length !== length) {
+    throw validationFailed(field, `must be an array of ${length} values, one per component`);
   }
-  const observation: Record<string, unknown> = {};
-  components.forEach((name, c) => {
-    if (c !== featureComponent) observation[name] = row[c];
-  });
-  let values: Map<PropertyDef, BoundValue>;
-  try {
-    values = parseEntity(ENTITIES.Observations, observation, '', 'create').values;
-  } catch (error) {
-    const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
-    if (!fault) throw error;
-    const c = components.indexOf(fault.field);
-    throw validationFailed(c < 0 ? field : `${field}[${c}]`, fault.message);
-  }
+  const values = new Map<PropertyDef, BoundValue>();
+  for (const { index, property } of bound) values.set(property, bindProperty(property, row[index], `${field}[${index}]`));
   let featureOfInterest: number | null = null;
   if (featureComponent >= 0 && row[featureComponent] !== null) {
     const id = idValue(row[featureComponent]);
