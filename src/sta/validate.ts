@@ -1,5 +1,6 @@
 import { validationFailed } from '../errors.js';
 import { parseDuration, shift } from './duration.js';
+import { isoTime } from './iso-time.js';
 import { ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef, type PropertyDef } from './model.js';
 
 /**
@@ -32,15 +33,6 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const fieldName = (prefix: string, name: string) => (prefix ? `${prefix}.${name}` : name);
-
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
-function isoTime(value: unknown, field: string): string {
-  // Parsed once: a bulk insert checks a time per row (see create-observations-parse.ts).
-  const time = typeof value === 'string' && ISO_DATE_TIME.test(value) ? Date.parse(value) : NaN;
-  if (Number.isNaN(time)) throw validationFailed(field, 'must be an ISO 8601 date-time');
-  return new Date(time).toISOString();
-}
 
 const INTERVAL_FORMS = 'must be an ISO 8601 instant or interval (start/end, start/duration or duration/end)';
 
