@@ -81,11 +81,6 @@ function idValue(value: unknown): number | undefined {
 }
 
 const observationProperty = (name: string) => propertyOf(ENTITIES.Observations, name)!;
-const PROPERTIES = {
-  phenomenonTime: observationProperty('phenomenonTime'), result: observationProperty('result'),
-  resultTime: observationProperty('resultTime'), resultQuality: observationProperty('resultQuality'),
-  validTime: observationProperty('validTime'), parameters: observationProperty('parameters'),
-};
 
 export function parseDataArrays(body: unknown): ObservationColumns {
   if (!Array.isArray(body) || body.length === 0) {
@@ -132,10 +127,12 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   const featureComponent = components.indexOf(FOI_COMPONENT);
   const bound = components.flatMap((name, index) => (index === featureComponent ? [] : [{ index, property: observationProperty(name) }]));
   const first = columns.total;
+  // Where a row or one of its values is, spelled out only for a fault (a row is one of thousands).
+  const at = (r: number, component?: number) => `${field}.dataArray[${r}]${component === undefined ? '' : `[${component}]`}`;
   dataArray.forEach((row, r) => {
     const source = first + r;
     try {
-      parseRow(row, `${field}.dataArray[${r}]`, components.length, bound, featureComponent, { id: datastreamId, multi }, columns);
+      parseRow(row, r, at, components.length, bound, featureComponent, { id: datastreamId, multi }, columns);
       columns.source.push(source);
     } catch (error) {
       const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
@@ -152,32 +149,40 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
  * per group), so the required properties are there; a fault names the value's position.
  */
 function parseRow(
-  row: unknown, field: string, length: number, bound: { index: number; property: PropertyDef }[], featureComponent: number,
+  row: unknown, r: number, at: (r: number, component?: number) => string, length: number,
+  bound: { index: number; property: PropertyDef }[], featureComponent: number,
   stream: { id: number; multi: boolean }, columns: ObservationColumns,
 ) {
   if (!Array.isArray(row) || row.length !== length) {
-    throw validationFailed(field, `must be an array of ${length} values, one per component`);
+    throw validationFailed(at(r), `must be an array of ${length} values, one per component`);
   }
-  const values = new Map<PropertyDef, BoundValue>();
-  for (const { index, property } of bound) values.set(property, bindProperty(property, row[index], `${field}[${index}]`));
+  const values: Partial<Record<string, BoundValue>> = {};
+  for (const { index, property } of bound) {
+    try {
+      values[property.name] = bindProperty(property, row[index], '');
+    } catch (error) {
+      const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+      throw fault ? validationFailed(at(r, index), fault.message) : error;
+    }
+  }
   let featureOfInterest: number | null = null;
   if (featureComponent >= 0 && row[featureComponent] !== null) {
     const id = idValue(row[featureComponent]);
-    if (id === undefined) throw validationFailed(`${field}[${featureComponent}]`, 'must be a FeatureOfInterest id (a positive integer) or null');
+    if (id === undefined) throw validationFailed(at(r, featureComponent), 'must be a FeatureOfInterest id (a positive integer) or null');
     featureOfInterest = id;
   }
   // Every check is behind us: only now does the row enter the columns (all of them, or none).
-  const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
-  const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
+  const phenomenon = values['phenomenonTime'] as { start: string; end: string };
+  const valid = (values['validTime'] ?? null) as { start: string | null; end: string | null } | null;
   columns.datastream.push(stream.multi ? null : stream.id);
   columns.multiDatastream.push(stream.multi ? stream.id : null);
   columns.featureOfInterest.push(featureOfInterest);
   columns.phenomenonStart.push(phenomenon.start);
   columns.phenomenonEnd.push(phenomenon.end);
-  columns.resultTime.push((values.get(PROPERTIES.resultTime) ?? null) as string | null);
-  columns.result.push(values.get(PROPERTIES.result) as string);
-  columns.resultQuality.push((values.get(PROPERTIES.resultQuality) ?? null) as string | null);
+  columns.resultTime.push((values['resultTime'] ?? null) as string | null);
+  columns.result.push(values['result'] as string);
+  columns.resultQuality.push((values['resultQuality'] ?? null) as string | null);
   columns.validStart.push(valid?.start ?? null);
   columns.validEnd.push(valid?.end ?? null);
-  columns.parameters.push((values.get(PROPERTIES.parameters) ?? null) as string | null);
+  columns.parameters.push((values['parameters'] ?? null) as string | null);
 }
