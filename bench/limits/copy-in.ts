@@ -14,7 +14,7 @@ interface CopyConnection {
 
 class CopyIn {
   rows = 0;
-  private error: Error | undefined;
+  private failed = false;
   readonly done: Promise<number>;
   private finish!: (rows: number) => void;
   private fail!: (error: Error) => void;
@@ -39,13 +39,14 @@ class CopyIn {
     this.rows = Number(/(\d+)$/.exec(message.text)?.[1] ?? 0);
   }
 
+  // At once, as pg's own queries do: a lost connection reports its error and no ReadyForQuery.
   handleError(error: Error) {
-    this.error = error;
+    this.failed = true;
+    this.fail(error);
   }
 
   handleReadyForQuery() {
-    if (this.error) this.fail(this.error);
-    else this.finish(this.rows);
+    if (!this.failed) this.finish(this.rows);
   }
 }
 
