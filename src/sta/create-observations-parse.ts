@@ -1,11 +1,13 @@
 import { AppError, validationFailed } from '../errors.js';
 import { ENTITIES, propertyOf, type PropertyDef } from './model.js';
-import { parseEntity, type BoundValue } from './validate.js';
+import { bindProperty, type BoundValue } from './validate.js';
 
 /**
  * The body of `CreateObservations` checked whole and turned into one column per stored field,
- * ready to bind as array parameters. Every value goes through the same checks as a single
- * Observation's create (`parseEntity`), so both paths accept exactly the same values.
+ * ready to bind as array parameters. Every value goes through the same check as the property's
+ * value in a single Observation's create (`bindProperty`, which `parseEntity` applies), so both
+ * paths accept exactly the same values; the components are matched to their properties once per
+ * group, not per row (a row is one of thousands).
  *
  * A fault in the request's shape (not an array, a group without Datastream or MultiDatastream, or
  * with both, unknown components, a `dataArray@iot.count` that does not match) refuses the whole
@@ -79,11 +81,6 @@ function idValue(value: unknown): number | undefined {
 }
 
 const observationProperty = (name: string) => propertyOf(ENTITIES.Observations, name)!;
-const PROPERTIES = {
-  phenomenonTime: observationProperty('phenomenonTime'), result: observationProperty('result'),
-  resultTime: observationProperty('resultTime'), resultQuality: observationProperty('resultQuality'),
-  validTime: observationProperty('validTime'), parameters: observationProperty('parameters'),
-};
 
 export function parseDataArrays(body: unknown): ObservationColumns {
   if (!Array.isArray(body) || body.length === 0) {
@@ -128,11 +125,14 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
     throw validationFailed(`${field}.dataArray@iot.count`, `is ${JSON.stringify(count)} but dataArray holds ${dataArray.length} rows`);
   }
   const featureComponent = components.indexOf(FOI_COMPONENT);
+  const bound = components.flatMap((name, index) => (index === featureComponent ? [] : [{ index, property: observationProperty(name) }]));
   const first = columns.total;
+  // Where a row or one of its values is, spelled out only for a fault (a row is one of thousands).
+  const at = (r: number, component?: number) => `${field}.dataArray[${r}]${component === undefined ? '' : `[${component}]`}`;
   dataArray.forEach((row, r) => {
     const source = first + r;
     try {
-      parseRow(row, `${field}.dataArray[${r}]`, components, featureComponent, { id: datastreamId, multi }, columns);
+      parseRow(row, r, at, components.length, bound, featureComponent, { id: datastreamId, multi }, columns);
       columns.source.push(source);
     } catch (error) {
       const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
@@ -144,44 +144,45 @@ function parseGroup(raw: unknown, field: string, columns: ObservationColumns) {
   columns.groups.push({ datastreamId, multi, resultComponent: components.indexOf('result'), field, first, end: columns.total, featureComponent });
 }
 
+/**
+ * One row's values into the columns. The components hold `result` and `phenomenonTime` (checked
+ * per group), so the required properties are there; a fault names the value's position.
+ */
 function parseRow(
-  row: unknown, field: string, components: string[], featureComponent: number,
+  row: unknown, r: number, at: (r: number, component?: number) => string, length: number,
+  bound: { index: number; property: PropertyDef }[], featureComponent: number,
   stream: { id: number; multi: boolean }, columns: ObservationColumns,
 ) {
-  if (!Array.isArray(row) || row.length !== components.length) {
-    throw validationFailed(field, `must be an array of ${components.length} values, one per component`);
+  if (!Array.isArray(row) || row.length !== length) {
+    throw validationFailed(at(r), `must be an array of ${length} values, one per component`);
   }
-  const observation: Record<string, unknown> = {};
-  components.forEach((name, c) => {
-    if (c !== featureComponent) observation[name] = row[c];
-  });
-  let values: Map<PropertyDef, BoundValue>;
-  try {
-    values = parseEntity(ENTITIES.Observations, observation, '', 'create').values;
-  } catch (error) {
-    const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
-    if (!fault) throw error;
-    const c = components.indexOf(fault.field);
-    throw validationFailed(c < 0 ? field : `${field}[${c}]`, fault.message);
+  const values: Partial<Record<string, BoundValue>> = {};
+  for (const { index, property } of bound) {
+    try {
+      values[property.name] = bindProperty(property, row[index], '');
+    } catch (error) {
+      const fault = error instanceof AppError ? error.options.fieldErrors?.[0] : undefined;
+      throw fault ? validationFailed(at(r, index), fault.message) : error;
+    }
   }
   let featureOfInterest: number | null = null;
   if (featureComponent >= 0 && row[featureComponent] !== null) {
     const id = idValue(row[featureComponent]);
-    if (id === undefined) throw validationFailed(`${field}[${featureComponent}]`, 'must be a FeatureOfInterest id (a positive integer) or null');
+    if (id === undefined) throw validationFailed(at(r, featureComponent), 'must be a FeatureOfInterest id (a positive integer) or null');
     featureOfInterest = id;
   }
   // Every check is behind us: only now does the row enter the columns (all of them, or none).
-  const phenomenon = values.get(PROPERTIES.phenomenonTime) as { start: string; end: string };
-  const valid = (values.get(PROPERTIES.validTime) ?? null) as { start: string | null; end: string | null } | null;
+  const phenomenon = values['phenomenonTime'] as { start: string; end: string };
+  const valid = (values['validTime'] ?? null) as { start: string | null; end: string | null } | null;
   columns.datastream.push(stream.multi ? null : stream.id);
   columns.multiDatastream.push(stream.multi ? stream.id : null);
   columns.featureOfInterest.push(featureOfInterest);
   columns.phenomenonStart.push(phenomenon.start);
   columns.phenomenonEnd.push(phenomenon.end);
-  columns.resultTime.push((values.get(PROPERTIES.resultTime) ?? null) as string | null);
-  columns.result.push(values.get(PROPERTIES.result) as string);
-  columns.resultQuality.push((values.get(PROPERTIES.resultQuality) ?? null) as string | null);
+  columns.resultTime.push((values['resultTime'] ?? null) as string | null);
+  columns.result.push(values['result'] as string);
+  columns.resultQuality.push((values['resultQuality'] ?? null) as string | null);
   columns.validStart.push(valid?.start ?? null);
   columns.validEnd.push(valid?.end ?? null);
-  columns.parameters.push((values.get(PROPERTIES.parameters) ?? null) as string | null);
+  columns.parameters.push((values['parameters'] ?? null) as string | null);
 }

@@ -1,5 +1,6 @@
 import { validationFailed } from '../errors.js';
 import { parseDuration, shift } from './duration.js';
+import { isoTime } from './iso-time.js';
 import { ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef, type PropertyDef } from './model.js';
 
 /**
@@ -33,15 +34,6 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 const fieldName = (prefix: string, name: string) => (prefix ? `${prefix}.${name}` : name);
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
-function isoTime(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !ISO_DATE_TIME.test(value) || Number.isNaN(Date.parse(value))) {
-    throw validationFailed(field, 'must be an ISO 8601 date-time');
-  }
-  return new Date(value).toISOString();
-}
-
 const INTERVAL_FORMS = 'must be an ISO 8601 instant or interval (start/end, start/duration or duration/end)';
 
 /** An instant or an interval, stored by its two ends: a duration is added to the start or taken from the end. */
@@ -71,7 +63,8 @@ function intervalBounds(value: unknown, field: string): { start: string; end: st
   return { start, end };
 }
 
-function bindProperty(property: PropertyDef, value: unknown, field: string): BoundValue {
+/** One property's value checked and made ready to bind; a fault is a 400 naming `field`. */
+export function bindProperty(property: PropertyDef, value: unknown, field: string): BoundValue {
   if (value === null) {
     // `result` may be null in 1.1 (an observation that failed is still an observation).
     if (property.name === 'result') return 'null';

@@ -105,11 +105,17 @@ export class StaChangeFeed {
 /** Groups changes into NOTIFY payloads under the size limit, keeping their order within a group. */
 export function encode(changes: StaChange[]): string[] {
   const groups = new Map<string, Wire>();
+  let last: Wire | undefined;
   for (const change of changes) {
     const known = change.properties !== undefined;
-    const key = `${change.schema}\u0000${change.entitySet}\u0000${change.kind}\u0000${known}`;
-    let group = groups.get(key);
-    if (!group) groups.set(key, group = { s: change.schema, e: change.entitySet, k: change.kind, i: [], ...(known ? { p: [] } : {}) });
+    // A bulk insert queues thousands of changes of one group in a row: the lookup is skipped for them.
+    let group = last && last.s === change.schema && last.e === change.entitySet && last.k === change.kind && (last.p !== undefined) === known ? last : undefined;
+    if (!group) {
+      const key = `${change.schema}\u0000${change.entitySet}\u0000${change.kind}\u0000${known}`;
+      group = groups.get(key);
+      if (!group) groups.set(key, group = { s: change.schema, e: change.entitySet, k: change.kind, i: [], ...(known ? { p: [] } : {}) });
+      last = group;
+    }
     group.i.push(change.id);
     if (known) group.p!.push(change.properties!);
   }
