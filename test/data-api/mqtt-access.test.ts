@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
-import { closedByBroker, connect, mqttGateway, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
 
 // SensorThings over MQTT: who may connect, subscribe and publish (the contract's MQTT paragraph).
 for (const kind of databaseKinds()) {
@@ -77,6 +77,11 @@ for (const kind of databaseKinds()) {
       const client = track(await mqtt.connectAsync(`ws://127.0.0.1:${port}/mqtt`, { protocolVersion: 4, reconnectPeriod: 0, connectTimeout: 5_000 }));
       assert.equal(await subscribeOne(client, topicOf(open.datasetId, open.slug, '/Things')), 0);
       assert.equal(await subscribeOne(client, topicOf(closed.datasetId, closed.slug, '/Things')), 128);
+      // A notification reaches a WebSocket subscriber whole (one frame per packet).
+      const writer = track(await connect(gateway.mqttUrl, await grant(t, uniqueEmail('writer'), ['DATASET_PAYLOAD_WRITE'], { scopeType: 'DATASET', scopeId: open.datasetId })));
+      const message = nextMessage(client, topicOf(open.datasetId, open.slug, '/Things'));
+      writer.publish(topicOf(open.datasetId, open.slug, '/Things'), JSON.stringify({ name: 'over WebSocket', description: 'x' }));
+      assert.equal((await message)['name'], 'over WebSocket');
       await assert.rejects(mqtt.connectAsync(`ws://127.0.0.1:${port}/mqtt`, { protocolVersion: 4, reconnectPeriod: 0, connectTimeout: 5_000, username: 'ignored', password: 'bad' }), (error: { code?: number }) => error.code === 5);
     });
   });

@@ -8,6 +8,9 @@ import { ConnectionCaps } from '../../src/data-api/mqtt/connection-caps.js';
 import { ClientIdBindings } from '../../src/data-api/mqtt/client-ids.js';
 import { remainingLength } from './mqtt-raw.js';
 import { chunkIds } from '../../src/data-api/mqtt/entity-lookup.js';
+import { encodePublish } from '../../src/data-api/mqtt/publish-packet.js';
+import { NotificationWriter } from '../../src/data-api/mqtt/notification-writer.js';
+import type { Client } from 'aedes';
 
 // The pieces of SensorThings over MQTT that need no broker: the setting, topics, the NOTIFY format.
 describe('MQTT_PORT', () => {
@@ -144,5 +147,37 @@ describe('the notifier\'s batched reads', () => {
     // A small limit still makes progress: one id per chunk at least.
     assert.deepEqual(chunkIds([1, 22, 333], 8), [[1], [22], [333]]);
     assert.deepEqual(chunkIds([], limit), []);
+  });
+});
+
+describe('notifications as PUBLISH bytes', () => {
+  test('a QoS 0 PUBLISH: header, Remaining Length of 1 to 3 bytes, the UTF-8 topic with its length, the payload', () => {
+    for (const [topic, size] of [['v1/datasets/x/air/Things', 10], ['v1/datasets/x/air/Datastreams(7)/Observations', 200], ['v1/datasets/x/air/Things(1)/name?$select=°C', 20_000]] as const) {
+      const payload = Buffer.alloc(size, 'a');
+      const topicBytes = Buffer.from(topic, 'utf8');
+      const expected = Buffer.concat([Buffer.from([0x30]), remainingLength(2 + topicBytes.length + size), Buffer.from([topicBytes.length >> 8, topicBytes.length & 0xff]), topicBytes, payload]);
+      assert.deepEqual(encodePublish(topic, payload), expected, `${size} bytes`);
+    }
+  });
+});
+
+describe('the notification writer', () => {
+  const fakeClient = (id: string, unwritten: number, connected = true) => {
+    const written: Buffer[] = [];
+    const conn = { writable: true, writableLength: unwritten, write: (bytes: Buffer) => written.push(bytes) };
+    return { client: { id, connected, closed: false, conn } as unknown as Client, written };
+  };
+  test('one encoding per message for all its subscribers; a connected client only; one not reading misses it', () => {
+    const skipped: string[] = [];
+    const writer = new NotificationWriter((clientId) => skipped.push(clientId), 1000);
+    const payload = writer.prepare('v1/datasets/x/air/Things', '{"name":"a"}', undefined);
+    const notification = writer.of(payload)!;
+    assert.deepEqual(notification.bytes, encodePublish('v1/datasets/x/air/Things', Buffer.from('{"name":"a"}')));
+    assert.equal(writer.of(Buffer.from('{"name":"a"}')), undefined, 'another packet, even with the same bytes, is not a notification');
+    const [reading, connecting, stuck] = [fakeClient('reading', 0), fakeClient('connecting', 0, false), fakeClient('stuck', 1001)];
+    for (const { client } of [reading, connecting, stuck]) writer.write(client, notification);
+    assert.equal(reading.written[0], notification.bytes);
+    assert.deepEqual([connecting.written.length, stuck.written.length], [0, 0]);
+    assert.deepEqual(skipped, ['stuck']);
   });
 });

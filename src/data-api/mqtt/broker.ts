@@ -11,6 +11,7 @@ import { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, routeTopicPrefix } from './topics.js';
 import { GuardedConnection } from './connection-guard.js';
 import { ClientIdBindings } from './client-ids.js';
+import { NotificationWriter } from './notification-writer.js';
 import { openDatabase } from '../../db/client.js';
 import { createStaServer } from '../../sta/index.js';
 
@@ -66,6 +67,8 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   // writes it, so this broker could neither create in it nor announce its changes.
   const servedHere = (route: PayloadRoute | undefined): route is PayloadRoute =>
     route?.standard === 'STA' && (route.upstreamUrl ?? ctx.config.staUpstream.url) === null;
+
+  const outgoing = new NotificationWriter((clientId, unwrittenBytes) => log.debug({ clientId, unwrittenBytes }, 'MQTT message not sent: the subscriber is not reading'));
 
   const broker = new Aedes({
     authenticate(client, _username, password, done) {
@@ -124,13 +127,13 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
 
     authorizeForward(client, packet) {
       // Packets a client published carry its id; only the broker's own notifications go out.
-      if ((packet as { clientId?: string }).clientId !== undefined) return null;
+      const notification = (packet as { clientId?: string }).clientId === undefined ? outgoing.of(packet.payload) : undefined;
       const session = sessions.get(client);
-      const [, , datasetId = '', slug = ''] = packet.topic.split('/');
-      const route = routes.lookup(datasetId, slug);
       // A subscription was authorized once; each message is checked again against current rights
       // (brought up to date by the notifier before it published).
-      return session && servedHere(route) && access.mayReadNow(session, route) ? packet : null;
+      if (notification && session && servedHere(notification.route) && access.mayReadNow(session, notification.route)) outgoing.write(client, notification);
+      // Written above, serialized once for all its subscribers: aedes must not write its own copy.
+      return null;
     },
   });
   await broker.listen();
@@ -164,7 +167,11 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
       // delivery must not wait for either: a moved route version reloads it first.
       await Promise.all([routes.reloadIfBehind(), access.bringCurrent(subscribers)]);
     },
-    publish: (topic, message) => broker.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 0, retain: false, dup: false }, () => {}),
+    publish: (topic, message) => {
+      const [, , datasetId = '', slug = ''] = topic.split('/');
+      const payload = outgoing.prepare(topic, message, routes.lookup(datasetId, slug));
+      broker.publish({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false }, () => {});
+    },
   });
   const stopFeed = ctx.staChanges.subscribe(notifier.onChanges);
 
