@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the benchmark of bench/README.md. Builds nothing itself (the npm script
+ * `npm run bench:management`: the management API benchmark of bench/README.md. Builds nothing itself (the npm script
  * builds first), starts the real program as a child process, seeds PostgreSQL with bulk SQL,
  * loads three read paths with autocannon, times the same SQL alone, and writes
  * bench/results.md plus the figures block of bench/README.md.
@@ -85,7 +85,8 @@ const tokenOf = (email: string) => devToken(ISSUER, email);
 /** The statements each scenario runs, captured from an in-process application on the same database. */
 async function sqlAlone(databaseUrl: string, scenarios: Array<{ path: string; token: string }>) {
   installQueryCapture();
-  const config = loadConfig({ ...serverEnv({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }) });
+  // No background work: the saga runner's poll would be captured with the requests.
+  const config = loadConfig({ ...serverEnv({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', BACKGROUND_WORK: 'off' }) });
   const ctx = await createContext(config, { url: databaseUrl, dataDir: null, poolSize: 2 });
   const app = await buildApp(ctx);
   try {
@@ -108,7 +109,7 @@ function machine(): string {
 }
 
 function writeResults(markdown: string) {
-  writeFileSync(join(root, 'bench/results.md'), `# Benchmark results\n\nWritten by \`npm run bench\`; see README.md in this folder for the scenarios.\n\n${markdown}`);
+  writeFileSync(join(root, 'bench/results.md'), `# Benchmark results\n\nWritten by \`npm run bench:management\`; see README.md in this folder for the scenarios.\n\n${markdown}`);
   const readmePath = join(root, 'bench/README.md');
   if (!existsSync(readmePath)) return;
   const readme = readFileSync(readmePath, 'utf8');
@@ -121,7 +122,7 @@ function writeResults(markdown: string) {
 }
 
 async function main() {
-  if (!existsSync(join(root, 'dist/server.js'))) throw new Error('dist/server.js is missing: run `npm run build` first (`npm run bench` does)');
+  if (!existsSync(join(root, 'dist/server.js'))) throw new Error('dist/server.js is missing: run `npm run build` first (`npm run bench:management` does)');
   process.chdir(root);
   const loadBefore = loadavg()[0]!;
   say(`work directory ${workDir}; server log ${logFile}`);

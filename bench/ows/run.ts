@@ -18,7 +18,7 @@ import { startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
 import { startNginxBaseline, type NginxBaseline } from './nginx.js';
 import { NGINX_KEPT, NGINX_PER_REQUEST, renderRun, renderSummary, type OwsLoad, type OwsReport } from './report.js';
-import { EXTENT, featureCount, loadFeatures, releasedOwsDataset, treeBatch, type OwsDataset } from './setup.js';
+import { EXTENT, featureCount, loadFeatures, releasedOwsDataset, treeBatch, wfsGetFeature, type OwsDataset } from './setup.js';
 
 const root = REPO_ROOT;
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
@@ -79,7 +79,7 @@ const FULL_BBOX = [EXTENT.minLat - 0.005, EXTENT.minLon - 0.005, EXTENT.maxLat +
 const [dLat, dLon] = [(EXTENT.maxLat - EXTENT.minLat) / 4, (EXTENT.maxLon - EXTENT.minLon) / 4];
 const LOAD_BOX = { minLat: EXTENT.minLat + 1.5 * dLat, minLon: EXTENT.minLon + 1.5 * dLon, maxLat: EXTENT.minLat + 2.5 * dLat, maxLon: EXTENT.minLon + 2.5 * dLon };
 const BBOX = [LOAD_BOX.minLat, LOAD_BOX.minLon, LOAD_BOX.maxLat, LOAD_BOX.maxLon].map((v) => v.toFixed(4)).join(',');
-const wfsQuery = (slug: string) => `SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=${slug}:trees&COUNT=10&OUTPUTFORMAT=application/json`;
+const wfsQuery = (slug: string) => wfsGetFeature(slug, 10);
 const wmsQuery = (bbox = BBOX) => `SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=trees&STYLES=&CRS=EPSG:4326&BBOX=${bbox}&WIDTH=256&HEIGHT=256&FORMAT=image/png`;
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
-import { captureQueries, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
+import { captureReads, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
 import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/runtime.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
@@ -82,13 +82,7 @@ async function captureStatements(databaseUrl: string, paths: string[], token: st
   const app = await buildDataApiApp(ctx);
   try {
     await app.ready();
-    const captured: CapturedQuery[][] = [];
-    for (const path of paths) {
-      const { status, queries } = await captureQueries(app, path, token);
-      if (status !== 200) throw new Error(`in-process GET ${path} answered ${status}`);
-      captured.push(queries.filter((query) => !/gateway_route_version|gateway_routes/.test(query.text)));
-    }
-    return captured;
+    return await captureReads(app, paths.map((path) => ({ path, token })));
   } finally {
     await app.close();
     await ctx.db.destroy();
