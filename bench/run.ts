@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from './settings.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL, serverEnvironment } from './settings.js';
 import { createDatabase, seed, withClient, SEED } from './database.js';
 import { rssMiB, startServer, type ServerProcess, type StartOptions } from './server-process.js';
 import { runLoad, type LoadResult } from './load.js';
@@ -36,14 +36,7 @@ const logFile = join(workDir, 'server.log');
 const say = (message: string) => console.log(`[bench] ${message}`);
 
 /** The settings every child gets: its own ports, no inherited database, a fixed IdP URL. */
-function serverEnv(extra: Record<string, string>): Record<string, string> {
-  return {
-    HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-    BASE_URL: API, DATA_API_URL: `http://127.0.0.1:${PORTS.data}`, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID,
-    BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
-    DATABASE_URL: '', LOG_LEVEL, ...extra,
-  };
-}
+const serverEnv = (extra: Record<string, string>) => serverEnvironment(PORTS, LOG_LEVEL, extra);
 
 async function start(label: string, opts: Pick<StartOptions, 'command' | 'args' | 'serverCommandLine'>, extraEnv: Record<string, string>) {
   say(`start: ${label}`);

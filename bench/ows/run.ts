@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, serverEnvironment, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
@@ -148,12 +148,7 @@ async function main() {
   await withClient(database.url, (client) => client.query('create extension if not exists postgis'));
   server = await startServer({
     command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/,
-    env: {
-      HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-      BASE_URL: API, DATA_API_URL: DATA_API, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID,
-      BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
-      DATABASE_URL: database.url, LOG_LEVEL, OWS_MAP_DIR: MAP_DIR, OWS_WORKERS: String(OWS_WORKERS),
-    },
+    env: serverEnvironment(PORTS, LOG_LEVEL, { DATABASE_URL: database.url, OWS_MAP_DIR: MAP_DIR, OWS_WORKERS: String(OWS_WORKERS) }),
     readyUrl: `${API}/health/ready`, logFile,
   });
   say(`server ready after ${(server.readyMs / 1000).toFixed(2)} s`);
