@@ -44,7 +44,7 @@ export function allVerdicts(r: LimitsReport): Verdict[] {
 /** The block of bench/README.md: one line of settings, the table of verdicts, the extra measurements' own summaries. */
 export function renderSummary(r: LimitsReport): string {
   const lines: string[] = [];
-  lines.push(`Run ${r.date} on ${r.machine}; Node ${r.node}; ${r.postgres}; ${r.settings['rounds']} rounds of ${r.settings['duration']} s per side and connection count; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; ${(r.seconds / 60).toFixed(1)} min in all. Raw runs: bench/results-limits.md.`);
+  lines.push(`Run ${r.date} on ${r.machine}; Node ${r.node}; ${r.postgres}; ${r.settings['rounds']} rounds of ${r.settings['seconds per run']} s per side and connection count; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; ${(r.seconds / 60).toFixed(1)} min in all. Raw runs: bench/results-limits.md.`);
   lines.push('');
   lines.push('| pair | conn. | measure | subject median | baseline median | ratio median (min–max) | target | |');
   lines.push('|---|---:|---|---:|---:|---:|---|---|');

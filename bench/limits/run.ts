@@ -310,7 +310,7 @@ async function main() {
     node: process.version,
     postgres: `PostgreSQL ${postgres.v.split(' ')[0]} + PostGIS ${postgres.p}`,
     settings: {
-      rounds: String(ROUNDS), duration: String(SECONDS), 'warm-up per side and connection count (s)': String(WARMUP),
+      rounds: String(ROUNDS), 'seconds per run': String(SECONDS), 'warm-up per side and connection count (s)': String(WARMUP),
       connections: CONNECTIONS.join(', '), 'server': '`node dist/server.js all`', LOG_LEVEL, 'OWS_WORKERS': 'default', 'SQL server pool': String(poolSize),
       'nginx worker_processes': NGINX_WORKERS, 'MapServer workers shared with nginx': String(sockets.length),
     },
