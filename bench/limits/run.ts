@@ -45,8 +45,9 @@ const NGINX_WORKERS = process.env['BENCH_NGINX_WORKERS'] ?? '1';
 const STA_P99_TARGET_MS = 30;
 // The deployed default; the suite sets nothing that tunes the service (OWS_MAP_DIR only says where its sockets are).
 const LOG_LEVEL = benchLogLevel('info');
-// Ports of their own, so that this suite and the other benchmarks never collide.
-const PORTS = { api: 18680, data: 18681, idp: 18690, mqtt: 18683 };
+// Ports of their own, so that this suite and the other benchmarks never collide (BENCH_PORT_BASE moves them all).
+const PORT_BASE = Number(process.env['BENCH_PORT_BASE'] ?? 18680);
+const PORTS = { api: PORT_BASE, data: PORT_BASE + 1, idp: PORT_BASE + 10, mqtt: PORT_BASE + 3 };
 const API = `http://127.0.0.1:${PORTS.api}`;
 const DATA_API = `http://127.0.0.1:${PORTS.data}`;
 const ISSUER = `http://127.0.0.1:${PORTS.idp}/realms/platform`;
@@ -97,7 +98,7 @@ async function assertPortsFree(ports: number[]): Promise<void> {
   for (const port of ports) {
     await new Promise<void>((resolve, reject) => {
       const probe = createServer();
-      probe.once('error', () => reject(new Error(`port ${port} is in use; the suite needs ${ports.join(', ')}`)));
+      probe.once('error', () => reject(new Error(`port ${port} is in use; the suite needs ${ports.join(', ')} (BENCH_PORT_BASE moves them)`)));
       probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
     });
   }
