@@ -1,5 +1,4 @@
 import { httpLoad, type Run } from '../sta/load.js';
-import { median } from '../load.js';
 
 /** One end of a pair: a URL loaded with autocannon, with the headers its caller sends. */
 export interface Side {
@@ -44,6 +43,14 @@ export interface PairOptions {
   /** Called after every run: throws when the service is gone (figures of refused connections mean nothing). */
   check(after: string): void;
   say(message: string): void;
+}
+
+/** The median; of an even count, the mean of the middle two (with 2 rounds, nearest-rank would give the smaller). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 const brief = (run: Run) => `${run.perSecond.toFixed(0)}/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms${run.failed ? `, ${run.failed} failed ${JSON.stringify(run.statuses)}` : ''}`;

@@ -40,4 +40,16 @@ describe('bench/limits verdicts', () => {
     const found = verdicts(result).map((v) => [v.connections, v.measure, v.median, v.met]);
     assert.deepEqual(found, [[8, 'req/s', 0.9, false], [32, 'req/s', 0.99, true]]);
   });
+
+  it('the median of an even number of rounds is the mean of the middle two', () => {
+    const result: PairResult = {
+      pair: { name: 'WFS', group: 'gateway vs nginx', compare: 'throughput', subject: side, baseline: side },
+      runs: [
+        { round: 1, connections: 8, first: 'subject', subject: run(8, 80, 1, 1), baseline: run(8, 100, 1, 1) },
+        { round: 2, connections: 8, first: 'baseline', subject: run(8, 100, 1, 1), baseline: run(8, 100, 1, 1) },
+      ],
+    };
+    const [v] = verdicts(result);
+    assert.deepEqual([v!.median, v!.min, v!.max, v!.subjectMedian, v!.met], [0.9, 0.8, 1, 90, false]);
+  });
 });
