@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the benchmark of bench/README.md. Builds nothing itself (the npm script
+ * `npm run bench:management`: the management API benchmark of bench/README.md. Builds nothing itself (the npm script
  * builds first), starts the real program as a child process, seeds PostgreSQL with bulk SQL,
  * loads three read paths with autocannon, times the same SQL alone, and writes
  * bench/results.md plus the figures block of bench/README.md.
@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from './settings.js';
+import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL, serverEnvironment } from './settings.js';
 import { createDatabase, seed, withClient, SEED } from './database.js';
 import { rssMiB, startServer, type ServerProcess, type StartOptions } from './server-process.js';
 import { runLoad, type LoadResult } from './load.js';
@@ -36,14 +36,7 @@ const logFile = join(workDir, 'server.log');
 const say = (message: string) => console.log(`[bench] ${message}`);
 
 /** The settings every child gets: its own ports, no inherited database, a fixed IdP URL. */
-function serverEnv(extra: Record<string, string>): Record<string, string> {
-  return {
-    HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-    BASE_URL: API, DATA_API_URL: `http://127.0.0.1:${PORTS.data}`, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID,
-    BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
-    DATABASE_URL: '', LOG_LEVEL, ...extra,
-  };
-}
+const serverEnv = (extra: Record<string, string>) => serverEnvironment(PORTS, LOG_LEVEL, extra);
 
 async function start(label: string, opts: Pick<StartOptions, 'command' | 'args' | 'serverCommandLine'>, extraEnv: Record<string, string>) {
   say(`start: ${label}`);
@@ -85,7 +78,8 @@ const tokenOf = (email: string) => devToken(ISSUER, email);
 /** The statements each scenario runs, captured from an in-process application on the same database. */
 async function sqlAlone(databaseUrl: string, scenarios: Array<{ path: string; token: string }>) {
   installQueryCapture();
-  const config = loadConfig({ ...serverEnv({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }) });
+  // No background work: the saga runner's poll would be captured with the requests.
+  const config = loadConfig({ ...serverEnv({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', BACKGROUND_WORK: 'off' }) });
   const ctx = await createContext(config, { url: databaseUrl, dataDir: null, poolSize: 2 });
   const app = await buildApp(ctx);
   try {
@@ -108,7 +102,7 @@ function machine(): string {
 }
 
 function writeResults(markdown: string) {
-  writeFileSync(join(root, 'bench/results.md'), `# Benchmark results\n\nWritten by \`npm run bench\`; see README.md in this folder for the scenarios.\n\n${markdown}`);
+  writeFileSync(join(root, 'bench/results.md'), `# Benchmark results\n\nWritten by \`npm run bench:management\`; see README.md in this folder for the scenarios.\n\n${markdown}`);
   const readmePath = join(root, 'bench/README.md');
   if (!existsSync(readmePath)) return;
   const readme = readFileSync(readmePath, 'utf8');
@@ -121,7 +115,7 @@ function writeResults(markdown: string) {
 }
 
 async function main() {
-  if (!existsSync(join(root, 'dist/server.js'))) throw new Error('dist/server.js is missing: run `npm run build` first (`npm run bench` does)');
+  if (!existsSync(join(root, 'dist/server.js'))) throw new Error('dist/server.js is missing: run `npm run build` first (`npm run bench:management` does)');
   process.chdir(root);
   const loadBefore = loadavg()[0]!;
   say(`work directory ${workDir}; server log ${logFile}`);

@@ -18,3 +18,16 @@ export async function devToken(issuer: string, email: string): Promise<string> {
   if (!response.ok) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { access_token: string }).access_token;
 }
+
+export interface BenchPorts { api: number; data: number; idp: number }
+
+/** The settings a benchmark's server child gets: its own ports, no inherited database, the development IdP. */
+export function serverEnvironment(ports: BenchPorts, logLevel: string, extra: Record<string, string>): Record<string, string> {
+  const idp = `http://127.0.0.1:${ports.idp}`;
+  return {
+    HOST: '127.0.0.1', PORT: String(ports.api), DATA_PORT: String(ports.data), IDP_PORT: String(ports.idp), IDP_URL: idp,
+    BASE_URL: `http://127.0.0.1:${ports.api}`, DATA_API_URL: `http://127.0.0.1:${ports.data}`, OIDC_ISSUER: `${idp}/realms/platform`, OIDC_CLIENT_ID: CLIENT_ID,
+    BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
+    DATABASE_URL: '', LOG_LEVEL: logLevel, ...extra,
+  };
+}

@@ -21,7 +21,8 @@ let capturing: CapturedQuery[] | null = null;
 /**
  * Records every statement the pg driver sends while `captureQueries` runs, in this process.
  * The application's Kysely instance uses pg's Client, so the captured text and parameters are
- * exactly what a request runs.
+ * exactly what a request runs. Background work of the application (the saga runner's poll for
+ * due jobs) would be recorded too: build it with BACKGROUND_WORK=off.
  */
 export function installQueryCapture() {
   const original = pg.Client.prototype.query as (...args: unknown[]) => unknown;
@@ -47,6 +48,23 @@ export async function captureQueries(app: FastifyInstance, path: string, token: 
   } finally {
     capturing = null;
   }
+}
+
+/** The route table's own polling, which runs beside requests and is no part of any of them. */
+const ROUTE_POLLING = /gateway_route_version|gateway_routes/;
+
+/**
+ * The statements each GET runs in an in-process `app` (management or data API), in order; a
+ * request that does not answer 200 fails the capture (its statements would not be the read's).
+ */
+export async function captureReads(app: FastifyInstance, reads: Array<{ path: string; token: string }>): Promise<CapturedQuery[][]> {
+  const captured: CapturedQuery[][] = [];
+  for (const { path, token } of reads) {
+    const { status, queries } = await captureQueries(app, path, token);
+    if (status !== 200) throw new Error(`in-process GET ${path} answered ${status}`);
+    captured.push(queries.filter((query) => !ROUTE_POLLING.test(query.text)));
+  }
+  return captured;
 }
 
 /** Times the captured statements on their own: EXPLAIN ANALYZE and a plain client round trip. */

@@ -14,22 +14,11 @@ import { processTree } from '../server-process.js';
  * MAPSERVER_CONFIG_FILE environment), reading the same `mapserver.conf` and mapfiles.
  */
 
-export interface NginxBaseline {
-  /** `http://127.0.0.1:<port>`; `/<location>?…` reaches the map of that location. */
-  url: string;
-  workerPids: number[];
-  nginxPid: number;
-  config: string;
-  stop(): Promise<void>;
-}
-
-export interface NginxOptions {
+/** nginx in front of FastCGI sockets that exist already (workers of its own, or the service's). */
+export interface NginxFrontOptions {
   dir: string;
-  workers: number;
-  mapserv: string;
-  spawnFcgi: string;
   nginx: string;
-  /** PG* and MAPSERVER_CONFIG_FILE: at spawn (mapserv reads its config file then) and as FastCGI params per request. */
+  /** PG* and MAPSERVER_CONFIG_FILE: FastCGI params per request (libfcgi swaps a worker's environment for them). */
   env: Record<string, string>;
   /** Location name (a path segment) → map alias. */
   maps: Record<string, string>;
@@ -40,6 +29,24 @@ export interface NginxOptions {
    * service keeps them); false: a FastCGI connection per request, closed by mapserv after its answer.
    */
   keepConn: boolean;
+}
+
+export interface NginxOptions extends NginxFrontOptions {
+  workers: number;
+  mapserv: string;
+  spawnFcgi: string;
+}
+
+export interface NginxFront {
+  /** `http://127.0.0.1:<port>`; `/<location>?…` reaches the map of that location. */
+  url: string;
+  nginxPid: number;
+  config: string;
+  stop(): Promise<void>;
+}
+
+export interface NginxBaseline extends NginxFront {
+  workerPids: number[];
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -96,7 +103,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 const nginxString = (value: string) => `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 
-export function nginxConfig(opts: NginxOptions, port: number, sockets: string[]): string {
+export function nginxConfig(opts: NginxFrontOptions, port: number, sockets: string[]): string {
   const params = Object.entries(opts.env).map(([name, value]) => `      fastcgi_param ${name} ${nginxString(value)};`).join('\n');
   const locations = Object.entries(opts.maps).map(([location, alias]) => `
     location = /${location} {
@@ -134,14 +141,34 @@ ${locations}
 `;
 }
 
+/** nginx in front of the FastCGI `sockets` (which must accept connections already); `stop()` ends nginx only. */
+export async function startNginxFront(opts: NginxFrontOptions, sockets: string[]): Promise<NginxFront> {
+  mkdirSync(join(opts.dir, 'tmp'), { recursive: true });
+  const port = await freePort();
+  const config = nginxConfig(opts, port, sockets);
+  const configFile = join(opts.dir, 'nginx.conf');
+  writeFileSync(configFile, config);
+  const nginx = spawn(opts.nginx, ['-c', configFile, '-p', opts.dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await untilListens(`${url}/`, nginx, join(opts.dir, 'error.log'));
+  } catch (error) {
+    await stopChild(nginx);
+    throw error;
+  }
+  return { url, nginxPid: nginx.pid!, config, stop: () => stopChild(nginx) };
+}
+
 /** Starts the MapServer pool and nginx in front of it; `stop()` ends both (also when starting fails half-way). */
 export async function startNginxBaseline(opts: NginxOptions): Promise<NginxBaseline> {
-  mkdirSync(join(opts.dir, 'tmp'), { recursive: true });
   const children: ChildProcess[] = [];
+  let front: NginxFront | null = null;
   const stop = async () => {
+    await front?.stop();
     for (const child of [...children].reverse()) await stopChild(child);
   };
   try {
+    mkdirSync(opts.dir, { recursive: true });
     const sockets: string[] = [];
     for (let i = 0; i < opts.workers; i++) {
       const socket = join(opts.dir, `nginx-mapserv-${i}.sock`);
@@ -155,15 +182,8 @@ export async function startNginxBaseline(opts: NginxOptions): Promise<NginxBasel
       await untilConnects(socket, child);
       sockets.push(socket);
     }
-    const port = await freePort();
-    const config = nginxConfig(opts, port, sockets);
-    const configFile = join(opts.dir, 'nginx.conf');
-    writeFileSync(configFile, config);
-    const nginx = spawn(opts.nginx, ['-c', configFile, '-p', opts.dir], { stdio: ['ignore', 'ignore', 'inherit'] });
-    children.push(nginx);
-    const url = `http://127.0.0.1:${port}`;
-    await untilListens(`${url}/`, nginx, join(opts.dir, 'error.log'));
-    return { url, workerPids: children.slice(0, -1).map((child) => child.pid!), nginxPid: nginx.pid!, config, stop };
+    front = await startNginxFront(opts, sockets);
+    return { url: front.url, workerPids: children.map((child) => child.pid!), nginxPid: front.nginxPid, config: front.config, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -12,13 +12,13 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, serverEnvironment, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
 import { startNginxBaseline, type NginxBaseline } from './nginx.js';
 import { NGINX_KEPT, NGINX_PER_REQUEST, renderRun, renderSummary, type OwsLoad, type OwsReport } from './report.js';
-import { EXTENT, featureCount, loadFeatures, releasedOwsDataset, treeBatch, type OwsDataset } from './setup.js';
+import { EXTENT, featureCount, loadFeatures, releasedOwsDataset, treeBatch, wfsGetFeature, type OwsDataset } from './setup.js';
 
 const root = REPO_ROOT;
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
@@ -79,7 +79,7 @@ const FULL_BBOX = [EXTENT.minLat - 0.005, EXTENT.minLon - 0.005, EXTENT.maxLat +
 const [dLat, dLon] = [(EXTENT.maxLat - EXTENT.minLat) / 4, (EXTENT.maxLon - EXTENT.minLon) / 4];
 const LOAD_BOX = { minLat: EXTENT.minLat + 1.5 * dLat, minLon: EXTENT.minLon + 1.5 * dLon, maxLat: EXTENT.minLat + 2.5 * dLat, maxLon: EXTENT.minLon + 2.5 * dLon };
 const BBOX = [LOAD_BOX.minLat, LOAD_BOX.minLon, LOAD_BOX.maxLat, LOAD_BOX.maxLon].map((v) => v.toFixed(4)).join(',');
-const wfsQuery = (slug: string) => `SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=${slug}:trees&COUNT=10&OUTPUTFORMAT=application/json`;
+const wfsQuery = (slug: string) => wfsGetFeature(slug, 10);
 const wmsQuery = (bbox = BBOX) => `SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=trees&STYLES=&CRS=EPSG:4326&BBOX=${bbox}&WIDTH=256&HEIGHT=256&FORMAT=image/png`;
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -148,12 +148,7 @@ async function main() {
   await withClient(database.url, (client) => client.query('create extension if not exists postgis'));
   server = await startServer({
     command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/,
-    env: {
-      HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-      BASE_URL: API, DATA_API_URL: DATA_API, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID,
-      BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
-      DATABASE_URL: database.url, LOG_LEVEL, OWS_MAP_DIR: MAP_DIR, OWS_WORKERS: String(OWS_WORKERS),
-    },
+    env: serverEnvironment(PORTS, LOG_LEVEL, { DATABASE_URL: database.url, OWS_MAP_DIR: MAP_DIR, OWS_WORKERS: String(OWS_WORKERS) }),
     readyUrl: `${API}/health/ready`, logFile,
   });
   say(`server ready after ${(server.readyMs / 1000).toFixed(2)} s`);

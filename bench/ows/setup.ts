@@ -57,6 +57,9 @@ export async function releasedOwsDataset(api: string, dataApi: string, token: st
   return { id, slug: opts.slug, base, alias: aliasOf({ datasetId: id, slug: opts.slug }), openDataAccess: opts.openDataAccess };
 }
 
+/** The query string of a WFS 2.0 GetFeature of the first `count` trees as GeoJSON. */
+export const wfsGetFeature = (slug: string, count: number) => `SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=${slug}:trees&COUNT=${count}&OUTPUTFORMAT=application/json`;
+
 /** Where the trees stand: a grid of 400 × 250 points over central Frankfurt (lon 8.60–8.80, lat 50.05–50.15). */
 export const EXTENT = { minLon: 8.6, minLat: 50.05, maxLon: 8.8, maxLat: 50.15 };
 const COLUMNS = 400;

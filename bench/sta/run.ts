@@ -8,10 +8,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, serverEnvironment, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
-import { captureQueries, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
+import { captureReads, installQueryCapture, timeQueries, type CapturedQuery } from '../sql-alone.js';
 import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/runtime.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
@@ -43,14 +43,7 @@ const say = (message: string) => console.log(`[bench:sta] ${message}`);
 const load1 = () => loadavg()[0]!.toFixed(1);
 const brief = (run: Run) => `${run.perSecond.toFixed(0)}/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms${run.failed ? `, ${run.failed} failed ${JSON.stringify(run.statuses)}` : ''}`;
 
-function serverEnv(extra: Record<string, string>): Record<string, string> {
-  return {
-    HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-    BASE_URL: API, DATA_API_URL: DATA_API, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID,
-    BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600',
-    DATABASE_URL: '', LOG_LEVEL, ...extra,
-  };
-}
+const serverEnv = (extra: Record<string, string>) => serverEnvironment(PORTS, LOG_LEVEL, extra);
 
 let running: ServerProcess | null = null;
 
@@ -82,13 +75,7 @@ async function captureStatements(databaseUrl: string, paths: string[], token: st
   const app = await buildDataApiApp(ctx);
   try {
     await app.ready();
-    const captured: CapturedQuery[][] = [];
-    for (const path of paths) {
-      const { status, queries } = await captureQueries(app, path, token);
-      if (status !== 200) throw new Error(`in-process GET ${path} answered ${status}`);
-      captured.push(queries.filter((query) => !/gateway_route_version|gateway_routes/.test(query.text)));
-    }
-    return captured;
+    return await captureReads(app, paths.map((path) => ({ path, token })));
   } finally {
     await app.close();
     await ctx.db.destroy();

@@ -142,6 +142,14 @@ export async function seedSta(databaseUrl: string, dataset: StaDataset, token: s
   };
 }
 
+/** A further Datastream of the Thing, with no Observation: for writes that must leave the read series as seeded. */
+export async function emptyDatastream(dataset: StaDataset, token: string, thingId: number, n: number): Promise<number> {
+  const created = await call<{ '@iot.id'?: number }>('POST', `${dataset.base}/Things(${thingId})/Datastreams`, token, datastream(n), [201]);
+  const id = created.body?.['@iot.id'] ?? Number(/\((\d+)\)$/.exec(created.headers.get('location') ?? '')?.[1]);
+  if (!Number.isInteger(id)) throw new Error(`POST Things(${thingId})/Datastreams: no @iot.id in the answer`);
+  return id;
+}
+
 /** The number of Observations a Datastream holds now (after the write scenarios). */
 export async function countObservations(databaseUrl: string, schema: string, datastreamId: number): Promise<number> {
   return withClient(databaseUrl, async (db) => Number((await db.query<{ n: number }>(`select count(*) as n from "${schema}".observations where datastream_id = $1`, [datastreamId])).rows[0]!.n));
