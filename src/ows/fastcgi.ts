@@ -139,6 +139,8 @@ export class FastCgiConnection {
   /** How many sockets were opened; lets tests prove the connection is kept. */
   connects = 0;
   private socket: net.Socket | null = null;
+  private connecting: Promise<void> | null = null;
+  private destroyed = false;
   private pending: Pending | null = null;
   /** The record being read: its header (gathered when a chunk ends inside it), then its content and padding. */
   private readonly header = Buffer.alloc(HEADER);
@@ -151,11 +153,18 @@ export class FastCgiConnection {
 
   connect(): Promise<void> {
     if (this.socket) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    // One socket at a time: a request made while its connection (opened ahead) is still connecting waits for it.
+    this.connecting ??= new Promise<void>((resolve, reject) => {
       const socket = net.createConnection(this.path);
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.off('error', reject);
+        if (this.destroyed) {
+          // Destroyed while connecting: never left open in the application's accept queue.
+          socket.destroy();
+          reject(new FastCgiError('FastCGI connection destroyed'));
+          return;
+        }
         this.connects++;
         this.socket = socket;
         this.headerBytes = 0;
@@ -170,7 +179,19 @@ export class FastCgiConnection {
         });
         resolve();
       });
+    }).finally(() => {
+      this.connecting = null;
     });
+    return this.connecting;
+  }
+
+  /**
+   * Opens the connection ahead of its request (a failure is left for `request` to meet: it connects
+   * again). Waiting in the application's accept queue, or accepted and read from, it carries the
+   * request the moment `request` is called, without a connect and a turn of the event loop first.
+   */
+  preconnect(): void {
+    this.connect().catch(() => undefined);
   }
 
   async request(params: Record<string, string>, body: Buffer = EMPTY): Promise<CgiResponse> {
@@ -185,6 +206,7 @@ export class FastCgiConnection {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.socket?.destroy();
     this.socket = null;
     this.fail(new FastCgiError('FastCGI connection destroyed'));
