@@ -209,7 +209,8 @@ export class FastCgiConnection {
     this.destroyed = true;
     this.socket?.destroy();
     this.socket = null;
-    this.fail(new FastCgiError('FastCGI connection destroyed'));
+    // The pool destroys every connection once answered: an error (and its stack) only when one waits.
+    if (this.pending) this.fail(new FastCgiError('FastCGI connection destroyed'));
   }
 
   private fail(err: Error): void {
