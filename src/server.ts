@@ -4,7 +4,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import dotenv from 'dotenv';
 import type { Logger } from 'pino';
-import { createLogger, standardOutput } from './logger.js';
+import { createLogger } from './logger.js';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { StartingServer } from './http/starting-server.js';
 import { buildWorkerApp } from './worker.app.js';
@@ -243,7 +243,7 @@ async function shutdown(signal: string) {
 async function main() {
   const mode = parseMode(process.argv[2]);
   const config = readConfig();
-  const logger = createLogger(config.logLevel, standardOutput());
+  const logger = createLogger(config.logLevel);
   state.logger = logger;
   // The first signal closes with grace; a second one (of either kind) exits at once.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
