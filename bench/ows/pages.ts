@@ -3,7 +3,8 @@
  * data API gateway beside nginx passing the same request to MapServer workers of its own with a
  * FastCGI connection per request, at several connection counts, in interleaved rounds (gateway,
  * nginx, gateway, nginx, …) so that other work on the machine weighs on both alike. Also the
- * authenticated ÷ anonymous read of an open dataset.
+ * authenticated ÷ anonymous read of an open dataset. Besides req/s, the CPU time per request of the
+ * front end alone (the Node process, or nginx's processes), which other load disturbs far less.
  *
  * Variants: `BENCH_OWS_VARIANTS=before=.bench-baseline/ows-dist,after=dist` starts one server per
  * built tree (each on a database of its own, set up identically), so that two builds are compared
