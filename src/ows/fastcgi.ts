@@ -26,41 +26,84 @@ const MAX_CONTENT = 0xffff;
 // One request at a time per connection, so a constant id is enough.
 const REQUEST_ID = 1;
 
-function record(type: number, content: Buffer = Buffer.alloc(0)): Buffer {
-  // Padding to 8 bytes is optional, but libfcgi reads aligned records fastest.
-  const padding = (8 - (content.length % 8)) % 8;
-  const header = Buffer.alloc(8);
-  header.writeUInt8(VERSION, 0);
-  header.writeUInt8(type, 1);
-  header.writeUInt16BE(REQUEST_ID, 2);
-  header.writeUInt16BE(content.length, 4);
-  header.writeUInt8(padding, 6);
-  return Buffer.concat([header, content, Buffer.alloc(padding)]);
+const HEADER = 8;
+
+/** The bytes of a name or value length: one byte below 128, else four with the high bit set. */
+const lengthSize = (n: number) => (n < 128 ? 1 : 4);
+
+function writeLength(out: Buffer, at: number, n: number): number {
+  if (n < 128) return out.writeUInt8(n, at);
+  return out.writeUInt32BE((n | 0x80000000) >>> 0, at);
 }
 
-/** A stream (PARAMS/STDIN) is a run of records ended by an empty one. */
-function stream(type: number, data: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let i = 0; i < data.length; i += MAX_CONTENT) out.push(record(type, data.subarray(i, i + MAX_CONTENT)));
-  out.push(record(type));
-  return out;
+function writeHeader(out: Buffer, at: number, type: number, length: number, padding: number): number {
+  out.writeUInt8(VERSION, at);
+  out.writeUInt8(type, at + 1);
+  out.writeUInt16BE(REQUEST_ID, at + 2);
+  out.writeUInt16BE(length, at + 4);
+  out.writeUInt8(padding, at + 6);
+  out.writeUInt8(0, at + 7);
+  return at + HEADER;
 }
 
-function lengthBytes(n: number): Buffer {
-  if (n < 128) return Buffer.from([n]);
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE((n | 0x80000000) >>> 0);
-  return b;
+// Padding to 8 bytes is optional, but libfcgi reads aligned records fastest.
+const paddingOf = (length: number) => (8 - (length % 8)) % 8;
+
+/** The bytes a stream (PARAMS/STDIN) of `length` content bytes takes: its records, the empty one that ends it included. */
+function streamSize(length: number): number {
+  let size = HEADER;
+  for (let i = 0; i < length; i += MAX_CONTENT) {
+    const n = Math.min(MAX_CONTENT, length - i);
+    size += HEADER + n + paddingOf(n);
+  }
+  return size;
+}
+
+/** A stream (PARAMS/STDIN) is a run of records ended by an empty one; written into `out` at `at`. */
+function writeStream(out: Buffer, at: number, type: number, data: Buffer): number {
+  for (let i = 0; i < data.length; i += MAX_CONTENT) {
+    const n = Math.min(MAX_CONTENT, data.length - i);
+    const padding = paddingOf(n);
+    at = writeHeader(out, at, type, n, padding);
+    at += data.copy(out, at, i, i + n);
+    out.fill(0, at, at + padding);
+    at += padding;
+  }
+  return writeHeader(out, at, type, 0, 0);
 }
 
 export function encodeParams(params: Record<string, string>): Buffer {
-  const parts: Buffer[] = [];
-  for (const [name, value] of Object.entries(params)) {
-    const n = Buffer.from(name, 'utf8');
-    const v = Buffer.from(value, 'utf8');
-    parts.push(lengthBytes(n.length), lengthBytes(v.length), n, v);
+  const pairs: Array<[string, string, number, number]> = [];
+  let size = 0;
+  for (const name in params) {
+    const value = params[name]!;
+    const n = Buffer.byteLength(name, 'utf8');
+    const v = Buffer.byteLength(value, 'utf8');
+    pairs.push([name, value, n, v]);
+    size += lengthSize(n) + lengthSize(v) + n + v;
   }
-  return Buffer.concat(parts);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const [name, value, n, v] of pairs) {
+    at = writeLength(out, at, n);
+    at = writeLength(out, at, v);
+    at += out.write(name, at, 'utf8');
+    at += out.write(value, at, 'utf8');
+  }
+  return out;
+}
+
+/** The whole request (BEGIN_REQUEST, PARAMS, STDIN) in one buffer: one write, one copy of the body. */
+export function encodeRequest(params: Record<string, string>, body: Buffer, keep: boolean): Buffer {
+  const encoded = encodeParams(params);
+  const out = Buffer.allocUnsafe(HEADER + 8 + streamSize(encoded.length) + streamSize(body.length));
+  let at = writeHeader(out, 0, BEGIN_REQUEST, 8, 0);
+  out.writeUInt16BE(RESPONDER, at);
+  out.writeUInt8(keep ? KEEP_CONN : 0, at + 2);
+  out.fill(0, at + 3, at + 8);
+  at = writeStream(out, at + 8, PARAMS, encoded);
+  writeStream(out, at, STDIN, body);
+  return out;
 }
 
 export function parseCgiOutput(out: Buffer, stderr = ''): CgiResponse {
@@ -79,10 +122,13 @@ export function parseCgiOutput(out: Buffer, stderr = ''): CgiResponse {
 
 interface Pending {
   stdout: Buffer[];
+  stdoutBytes: number;
   stderr: Buffer[];
   resolve(r: CgiResponse): void;
   reject(e: Error): void;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * One FastCGI connection to a unix socket. Kept (FCGI_KEEP_CONN) it is reused across requests, and
@@ -93,49 +139,78 @@ export class FastCgiConnection {
   /** How many sockets were opened; lets tests prove the connection is kept. */
   connects = 0;
   private socket: net.Socket | null = null;
+  private connecting: Promise<void> | null = null;
+  private destroyed = false;
   private pending: Pending | null = null;
-  private buffer: Buffer = Buffer.alloc(0);
+  /** The record being read: its header (gathered when a chunk ends inside it), then its content and padding. */
+  private readonly header = Buffer.alloc(HEADER);
+  private headerBytes = 0;
+  private type = 0;
+  private contentLeft = 0;
+  private paddingLeft = 0;
 
   constructor(private readonly path: string, private readonly keep = true) {}
 
   connect(): Promise<void> {
     if (this.socket) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    // One socket at a time: a request made while its connection (opened ahead) is still connecting waits for it.
+    this.connecting ??= new Promise<void>((resolve, reject) => {
       const socket = net.createConnection(this.path);
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.off('error', reject);
+        if (this.destroyed) {
+          // Destroyed while connecting: never left open in the application's accept queue.
+          socket.destroy();
+          reject(new FastCgiError('FastCGI connection destroyed'));
+          return;
+        }
         this.connects++;
         this.socket = socket;
-        this.buffer = Buffer.alloc(0);
+        this.headerBytes = 0;
+        this.contentLeft = 0;
+        this.paddingLeft = 0;
         socket.on('data', (chunk) => this.onData(chunk));
         socket.on('error', (err) => this.fail(new FastCgiError(`FastCGI socket error: ${err.message}`)));
         socket.on('close', () => {
           if (this.socket === socket) this.socket = null;
-          this.fail(new FastCgiError('FastCGI connection closed before END_REQUEST'));
+          // After END_REQUEST nothing waits: no error is made (its stack trace costs).
+          if (this.pending) this.fail(new FastCgiError('FastCGI connection closed before END_REQUEST'));
         });
         resolve();
       });
+    }).finally(() => {
+      this.connecting = null;
     });
+    return this.connecting;
   }
 
-  async request(params: Record<string, string>, body: Buffer = Buffer.alloc(0)): Promise<CgiResponse> {
+  /**
+   * Opens the connection ahead of its request (a failure is left for `request` to meet: it connects
+   * again). Waiting in the application's accept queue, or accepted and read from, it carries the
+   * request the moment `request` is called, without a connect and a turn of the event loop first.
+   */
+  preconnect(): void {
+    this.connect().catch(() => undefined);
+  }
+
+  async request(params: Record<string, string>, body: Buffer = EMPTY): Promise<CgiResponse> {
     if (this.pending) throw new FastCgiError('a request is already in flight on this connection');
+    const encoded = encodeRequest(params, body, this.keep);
     await this.connect();
     const socket = this.socket!;
-    const begin = Buffer.alloc(8);
-    begin.writeUInt16BE(RESPONDER, 0);
-    begin.writeUInt8(this.keep ? KEEP_CONN : 0, 2);
     return new Promise((resolve, reject) => {
-      this.pending = { stdout: [], stderr: [], resolve, reject };
-      socket.write(Buffer.concat([record(BEGIN_REQUEST, begin), ...stream(PARAMS, encodeParams(params)), ...stream(STDIN, body)]));
+      this.pending = { stdout: [], stdoutBytes: 0, stderr: [], resolve, reject };
+      socket.write(encoded);
     });
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.socket?.destroy();
     this.socket = null;
-    this.fail(new FastCgiError('FastCGI connection destroyed'));
+    // The pool destroys every connection once answered: an error (and its stack) only when one waits.
+    if (this.pending) this.fail(new FastCgiError('FastCGI connection destroyed'));
   }
 
   private fail(err: Error): void {
@@ -144,28 +219,66 @@ export class FastCgiConnection {
     p?.reject(err);
   }
 
+  /**
+   * Records are read as they come, without joining chunks: STDOUT content is kept as slices of the
+   * chunks it arrived in and joined once, at END_REQUEST. Only a header cut between chunks is gathered.
+   */
   private onData(chunk: Buffer): void {
-    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
-    while (this.buffer.length >= 8) {
-      const type = this.buffer.readUInt8(1);
-      const length = this.buffer.readUInt16BE(4);
-      const total = 8 + length + this.buffer.readUInt8(6);
-      if (this.buffer.length < total) return;
-      const content = this.buffer.subarray(8, 8 + length);
-      this.buffer = this.buffer.subarray(total);
-      const p = this.pending;
-      if (!p) continue; // stray record after a destroy/timeout: nothing waits for it
-      if (type === STDOUT) p.stdout.push(content);
-      else if (type === STDERR) p.stderr.push(content);
-      else if (type === END_REQUEST) {
-        this.pending = null;
-        const stderr = Buffer.concat(p.stderr).toString('utf8');
-        try {
-          p.resolve(parseCgiOutput(Buffer.concat(p.stdout), stderr));
-        } catch (err) {
-          p.reject(err as Error);
-        }
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.contentLeft > 0) {
+        const n = Math.min(this.contentLeft, chunk.length - at);
+        this.content(chunk.subarray(at, at + n));
+        this.contentLeft -= n;
+        at += n;
+        continue;
       }
+      if (this.paddingLeft > 0) {
+        const n = Math.min(this.paddingLeft, chunk.length - at);
+        this.paddingLeft -= n;
+        at += n;
+        continue;
+      }
+      let header: Buffer;
+      if (this.headerBytes === 0 && chunk.length - at >= HEADER) {
+        header = chunk.subarray(at, at + HEADER);
+        at += HEADER;
+      } else {
+        const n = Math.min(HEADER - this.headerBytes, chunk.length - at);
+        chunk.copy(this.header, this.headerBytes, at, at + n);
+        this.headerBytes += n;
+        at += n;
+        if (this.headerBytes < HEADER) return;
+        this.headerBytes = 0;
+        header = this.header;
+      }
+      this.type = header.readUInt8(1);
+      this.contentLeft = header.readUInt16BE(4);
+      this.paddingLeft = header.readUInt8(6);
+      // END_REQUEST's content (8 bytes) is read like any other; the request ends once it is read.
+      if (this.type === END_REQUEST && this.contentLeft === 0) this.end();
+    }
+  }
+
+  private content(part: Buffer): void {
+    const p = this.pending;
+    if (!p) return; // stray record after a destroy/timeout: nothing waits for it
+    if (this.type === STDOUT) {
+      p.stdout.push(part);
+      p.stdoutBytes += part.length;
+    } else if (this.type === STDERR) p.stderr.push(part);
+    else if (this.type === END_REQUEST && this.contentLeft === part.length) this.end();
+  }
+
+  private end(): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = null;
+    const stderr = p.stderr.length ? Buffer.concat(p.stderr).toString('utf8') : '';
+    try {
+      p.resolve(parseCgiOutput(p.stdout.length === 1 ? p.stdout[0]! : Buffer.concat(p.stdout, p.stdoutBytes), stderr));
+    } catch (err) {
+      p.reject(err as Error);
     }
   }
 }

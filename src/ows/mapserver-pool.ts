@@ -71,6 +71,13 @@ const READY_RETRY_MS = 10;
  * Kept connections cannot do this: mapserv would serve the kept one until it closes.
  */
 const DEPTH = 2;
+/**
+ * libfcgi drops a unix-socket connection that brings nothing to read within 2 s of its accept (and
+ * the worker waits those 2 s): a spare connection is written to only while younger than this, so
+ * that its request arrives well before (the accept is never before the connect). An older one is
+ * closed, which mapserv skips at once.
+ */
+const SPARE_MAX_AGE_MS = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -113,6 +120,14 @@ interface Worker {
   ready: boolean;
   /** In the order mapserv takes them: the first is being served, the others wait in its backlog. */
   jobs: InFlight[];
+  /**
+   * A connection opened behind the worker's requests, without a request yet: the next request
+   * dispatched to the worker is written to it at once. mapserv, done with the requests before it,
+   * accepts it and waits for that request, so it starts the moment Node writes it: no connect
+   * (and its turn of Node's event loop) between one request's end and the next one's start.
+   */
+  spare: FastCgiConnection | null;
+  spareOpenedAt: number;
   connects: number;
   backoffMs: number;
   respawnTimer: NodeJS.Timeout | null;
@@ -225,6 +240,8 @@ export class MapServerPool {
         child: null,
         ready: false,
         jobs: [],
+        spare: null,
+        spareOpenedAt: 0,
         connects: 0,
         backoffMs: MIN_BACKOFF_MS,
         respawnTimer: null,
@@ -310,6 +327,8 @@ export class MapServerPool {
     await Promise.all(
       this.workers.map(async (w) => {
         if (w.respawnTimer) clearTimeout(w.respawnTimer);
+        // A worker reading its spare connection hears the SIGTERM only once it is closed.
+        this.dropSpare(w);
         const child = w.child;
         if (child && child.exitCode === null && child.signalCode === null) {
           child.kill('SIGTERM');
@@ -359,6 +378,7 @@ export class MapServerPool {
       if (fs.existsSync(w.socketPath)) {
         w.ready = true;
         this.pump();
+        this.openSpare(w);
         return true;
       }
       await sleep(READY_RETRY_MS);
@@ -374,6 +394,7 @@ export class MapServerPool {
     if (w.child !== child) return;
     w.child = null;
     w.ready = false;
+    this.dropSpare(w);
     this.failServed(w, new MapServerFailedError(`MapServer worker exited (code ${code}, signal ${signal})`));
     const log = this.stopping || w.replacing ? this.o.log.info : this.o.log.warn;
     log.call(this.o.log, { worker: w.index, pid: child.pid, code, signal }, 'MapServer worker exited');
@@ -399,7 +420,10 @@ export class MapServerPool {
   }
 
   private dispatch(w: Worker, job: Job): void {
-    const flight: InFlight = { job, conn: new FastCgiConnection(w.socketPath, false), timer: null };
+    if (w.spare && performance.now() - w.spareOpenedAt >= SPARE_MAX_AGE_MS) this.dropSpare(w);
+    const conn = w.spare ?? new FastCgiConnection(w.socketPath, false);
+    w.spare = null;
+    const flight: InFlight = { job, conn, timer: null };
     w.jobs.push(flight);
     w.connects++;
     if (w.jobs.length === 1) this.startTimer(w, flight);
@@ -407,6 +431,20 @@ export class MapServerPool {
       (res) => this.settle(w, flight, res),
       (err: Error) => this.settle(w, flight, err),
     );
+    // Opened after the request's own connection, so that it waits behind it.
+    this.openSpare(w);
+  }
+
+  private openSpare(w: Worker): void {
+    if (w.spare || !w.ready || this.stopping) return;
+    w.spare = new FastCgiConnection(w.socketPath, false);
+    w.spareOpenedAt = performance.now();
+    w.spare.preconnect();
+  }
+
+  private dropSpare(w: Worker): void {
+    w.spare?.destroy();
+    w.spare = null;
   }
 
   /** The time a request may take runs from when its worker takes it, not while it waits behind another. */

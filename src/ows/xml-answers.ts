@@ -23,6 +23,7 @@ export interface XmlAnswerContext {
 }
 
 export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffer {
+  if (!needsWholeText(body, context)) return withoutHeadComments(body);
   const small = body.length <= HEAD_BYTES;
   const head = small ? body.toString('utf8') : body.subarray(0, HEAD_BYTES).toString('utf8');
   // A multi-byte character cut at the head's end is left for the tail to carry, untouched.
@@ -33,6 +34,30 @@ export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffe
   if (context.service === 'WFS' && context.request === 'describefeaturetype') text = prefixedSchemaTypes(text);
   if (context.service === 'WFS' && context.request === 'getcapabilities') text = dataExtents(text, context.extents);
   return Buffer.from(text, 'utf8');
+}
+
+/** Whether more than the head's comments may change: schemas, capabilities, WFS 2.0 features with date-times. */
+function needsWholeText(body: Buffer, context: XmlAnswerContext): boolean {
+  if (context.service !== 'WFS') return false;
+  if (context.request === 'describefeaturetype' || context.request === 'getcapabilities') return true;
+  return isWfs2(context.version) && FEATURE_ANSWERS.has(context.request) && body.includes('<gml:timePosition>');
+}
+
+/**
+ * The head's comments cut without decoding the rest: feature collections and maps' XML are passed
+ * on as they came, but for the bytes up to the end of the last comment in the head (ASCII `-->`, so
+ * never inside a character). Nothing to cut: the body itself, not a copy.
+ */
+function withoutHeadComments(body: Buffer): Buffer {
+  const last = body.lastIndexOf('<!--', HEAD_BYTES);
+  if (last < 0) return body;
+  const close = body.indexOf('-->', last);
+  if (close < 0) return body;
+  let cut = close + 3;
+  while (body[cut] === 0x20 || body[cut] === 0x09) cut += 1;
+  if (body[cut] === 0x0d && body[cut + 1] === 0x0a) cut += 2;
+  else if (body[cut] === 0x0a) cut += 1;
+  return Buffer.concat([Buffer.from(withoutComments(body.subarray(0, cut).toString('utf8')), 'utf8'), body.subarray(cut)]);
 }
 
 /** The requests whose answers hold attribute values. */
