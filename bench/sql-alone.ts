@@ -37,10 +37,13 @@ export function installQueryCapture() {
   } as typeof pg.Client.prototype.query;
 }
 
-/** The statements one injected GET runs (after a first, uncaptured one that warms caches). */
-export async function captureQueries(app: FastifyInstance, path: string, token: string): Promise<{ status: number; queries: CapturedQuery[] }> {
+/**
+ * The statements one injected GET runs, after a first, uncaptured one that warms caches; `cold`:
+ * the first one itself (the caller not yet cached).
+ */
+export async function captureQueries(app: FastifyInstance, path: string, token: string, cold = false): Promise<{ status: number; queries: CapturedQuery[] }> {
   const request = { method: 'GET' as const, url: path, headers: { authorization: `Bearer ${token}` } };
-  await app.inject(request);
+  if (!cold) await app.inject(request);
   capturing = [];
   try {
     const response = await app.inject(request);
@@ -57,10 +60,10 @@ const ROUTE_POLLING = /gateway_route_version|gateway_routes/;
  * The statements each GET runs in an in-process `app` (management or data API), in order; a
  * request that does not answer 200 fails the capture (its statements would not be the read's).
  */
-export async function captureReads(app: FastifyInstance, reads: Array<{ path: string; token: string }>): Promise<CapturedQuery[][]> {
+export async function captureReads(app: FastifyInstance, reads: Array<{ path: string; token: string; cold?: boolean }>): Promise<CapturedQuery[][]> {
   const captured: CapturedQuery[][] = [];
-  for (const { path, token } of reads) {
-    const { status, queries } = await captureQueries(app, path, token);
+  for (const { path, token, cold } of reads) {
+    const { status, queries } = await captureQueries(app, path, token, cold);
     if (status !== 200) throw new Error(`in-process GET ${path} answered ${status}`);
     captured.push(queries.filter((query) => !ROUTE_POLLING.test(query.text)));
   }

@@ -216,6 +216,7 @@ async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: A
     baseUrl,
     schema: route.storageSchema,
     rights,
+    answerAsText: true,
   });
   if (multipart && answer.status === 200) {
     const { contentType, text } = multipartAnswer(multipart, (answer.body as { responses: unknown[] }).responses);

@@ -128,6 +128,11 @@ interface Worker {
    */
   spare: FastCgiConnection | null;
   spareOpenedAt: number;
+  /**
+   * Closes a spare no request came for: mapserv, having accepted it, would otherwise sit on it
+   * until libfcgi gives up (2 s), while whatever else connects to the worker's socket waits.
+   */
+  spareExpiry: NodeJS.Timeout | null;
   connects: number;
   backoffMs: number;
   respawnTimer: NodeJS.Timeout | null;
@@ -242,6 +247,7 @@ export class MapServerPool {
         jobs: [],
         spare: null,
         spareOpenedAt: 0,
+        spareExpiry: null,
         connects: 0,
         backoffMs: MIN_BACKOFF_MS,
         respawnTimer: null,
@@ -423,6 +429,8 @@ export class MapServerPool {
     if (w.spare && performance.now() - w.spareOpenedAt >= SPARE_MAX_AGE_MS) this.dropSpare(w);
     const conn = w.spare ?? new FastCgiConnection(w.socketPath, false);
     w.spare = null;
+    if (w.spareExpiry) clearTimeout(w.spareExpiry);
+    w.spareExpiry = null;
     const flight: InFlight = { job, conn, timer: null };
     w.jobs.push(flight);
     w.connects++;
@@ -440,11 +448,15 @@ export class MapServerPool {
     w.spare = new FastCgiConnection(w.socketPath, false);
     w.spareOpenedAt = performance.now();
     w.spare.preconnect();
+    w.spareExpiry = setTimeout(() => this.dropSpare(w), SPARE_MAX_AGE_MS);
+    w.spareExpiry.unref();
   }
 
   private dropSpare(w: Worker): void {
     w.spare?.destroy();
     w.spare = null;
+    if (w.spareExpiry) clearTimeout(w.spareExpiry);
+    w.spareExpiry = null;
   }
 
   /** The time a request may take runs from when its worker takes it, not while it waits behind another. */

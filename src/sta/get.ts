@@ -4,7 +4,7 @@ import { StaQueryError } from './query/errors.js';
 import { ENTITY_SETS, ENTITIES, type EntityDef } from './model.js';
 import { readCollection, readEntity, type ReadContext } from './read.js';
 import { expandAll, type Shaped } from './expand.js';
-import { propertyValue, rowId, selectionOf, serializeEntity } from './serialize.js';
+import { entityTextWriter, propertyValue, rowId, selectionOf, serializeEntity, type Selection } from './serialize.js';
 import { nextLinkFromQuery, selfLink } from './links.js';
 import { parentMissing, rankOf, scopeOf, type Target } from './target.js';
 import { dataArrayAnswer } from './data-array.js';
@@ -51,6 +51,8 @@ export interface GetRequest {
   baseUrl: string;
   path: string;
   query: string;
+  /** See StaRequest.answerAsText. */
+  answerAsText?: boolean;
 }
 
 /** Only `$select` and `$expand` apply to one entity; the paging and filtering options make no sense there. */
@@ -82,6 +84,7 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
     const missing = await parentMissing(ctx.db, ctx, target);
     if (missing) throw missing;
   }
+  if (request.answerAsText && !target.ref && !options.expand?.length) return collectionAsText(request, target.entity, selection, result);
   const shaped: Shaped[] = result.rows.map((row) => ({
     row,
     json: target.ref ? { '@iot.selfLink': selfLink(request.baseUrl, target.entity, rowId(row)) } : serializeEntity(request.baseUrl, target.entity, row, selection),
@@ -92,6 +95,19 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
   body['value'] = shaped.map((s) => s.json);
   if (result.more) body['@iot.nextLink'] = nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top);
   return { status: 200, body };
+}
+
+/**
+ * A page without expansions as JSON text, for a caller that sends it on as it is: the members of
+ * the object `getTarget` builds, in its order (`@iot.count`, `value`, `@iot.nextLink`).
+ */
+function collectionAsText(request: GetRequest, entity: EntityDef, selection: Selection, result: Awaited<ReturnType<typeof readCollection>>): StaResponse {
+  const write = entityTextWriter(request.baseUrl, entity, selection);
+  const members: string[] = [];
+  if (result.count !== undefined) members.push(`"@iot.count":${JSON.stringify(result.count)}`);
+  members.push(`"value":[${result.rows.map(write).join(',')}]`);
+  if (result.more) members.push(`"@iot.nextLink":${JSON.stringify(nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top))}`);
+  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: `{${members.join(',')}}` };
 }
 
 /** One entity as GET shows it (also the body of a create or an update). */

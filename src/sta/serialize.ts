@@ -81,3 +81,30 @@ export function serializeEntity(baseUrl: string, entity: EntityDef, row: Row, se
   }
   return out;
 }
+
+/**
+ * The JSON text of `serializeEntity`'s object, written straight from the row: the gateway sends a
+ * page of Observations on as text, and building a hundred objects only for `JSON.stringify` to walk
+ * them again was a fifth of the process's work on SensorThings' most common read. The same members
+ * in the same order; every value through `JSON.stringify`, so the text is byte for byte the same.
+ */
+export function entityTextWriter(baseUrl: string, entity: EntityDef, selection: Selection): (row: Row) => string {
+  // Links differ only by the id: their text around it is escaped once.
+  const linkAround = (after: string) => {
+    const text = JSON.stringify(`${baseUrl}/${entity.set}(\u0000)${after}`);
+    const at = text.indexOf('\\u0000');
+    return [text.slice(0, at), text.slice(at + '\\u0000'.length)] as const;
+  };
+  const self = linkAround('');
+  const properties = selection.properties.map((property) => ({ property, key: JSON.stringify(property.name) }));
+  const navigations = entity.navigations.filter((nav) => selection.navigations.has(nav.name))
+    .map((nav) => ({ key: JSON.stringify(`${nav.name}@iot.navigationLink`), link: linkAround(`/${nav.name}`) }));
+  return (row) => {
+    const id = rowId(row);
+    const parts: string[] = [];
+    if (selection.id) parts.push(`"@iot.id":${JSON.stringify(id)}`, `"@iot.selfLink":${self[0]}${id}${self[1]}`);
+    for (const { property, key } of properties) parts.push(`${key}:${JSON.stringify(propertyValue(row, property)) ?? 'null'}`);
+    for (const { key, link } of navigations) parts.push(`${key}:${link[0]}${id}${link[1]}`);
+    return `{${parts.join(',')}}`;
+  };
+}

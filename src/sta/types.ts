@@ -25,6 +25,12 @@ export interface StaRequest {
    * with these (a write without `write` answers 403 in its own response, the others still run).
    */
   rights: { read: boolean; write: boolean };
+  /**
+   * The caller sends the answer on as it is (the gateway): a collection read without `$expand` may
+   * then answer its body as JSON text (a string, with `content-type: application/json`), written
+   * row by row instead of as objects. Everyone else (`$batch`, MQTT, tests) gets objects.
+   */
+  answerAsText?: boolean;
 }
 
 /** The answer: a status, headers (e.g. Location) and a JSON body, or none (204). Errors are thrown as AppError. */
