@@ -101,3 +101,24 @@ export function rssMiB(pid: number): number {
   if (!match) throw new Error(`no VmRSS for ${pid}`);
   return Number(match[1]) / 1024;
 }
+
+/**
+ * Throws when the server has exited: on a shared machine something outside the benchmark may stop
+ * it, and figures of refused connections mean nothing.
+ */
+export function assertServerRunning(server: ServerProcess | null, during: string, logFile: string): void {
+  const child = server?.child;
+  if (child && (child.exitCode !== null || child.signalCode !== null)) {
+    throw new Error(`the server stopped during "${during}" (exit ${child.exitCode ?? child.signalCode}); see ${logFile}`);
+  }
+}
+
+/** On SIGINT or SIGTERM: says so, runs `cleanUp` (database, processes), exits 130. */
+export function cleanUpOnSignals(say: (message: string) => void, cleanUp: () => Promise<void>): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      say(`${signal}: cleaning up`);
+      void cleanUp().finally(() => process.exit(130));
+    });
+  }
+}

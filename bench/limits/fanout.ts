@@ -1,5 +1,5 @@
 /**
- * MQTT fan-out of one Observation to many subscribers (issue 20's target: 1,000 subscribers, p99 at
+ * MQTT fan-out of one Observation to many subscribers (the target: 1,000 subscribers, p99 at
  * most 100 ms from the POST to each subscriber's receipt). The subscribers are MQTT.js clients
  * spread over child processes (fanout-subscribers.ts), all authenticated with the same token as
  * their MQTT password and subscribed to one Datastream's Observations on the server's MQTT port.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { httpLoad, type Run } from '../sta/load.js';
 
 /** One end of a pair: a URL loaded with autocannon, with the headers its caller sends. */
@@ -20,6 +21,12 @@ export interface Pair {
   compare: 'latency' | 'throughput';
   /** An absolute bound on the subject's p99 besides the ratio (the STA reads at 1M Observations). */
   p99TargetMs?: number;
+  /**
+   * A pause before every run: the gateway keeps a spare connection open to each MapServer worker
+   * for up to 1 s after its last request, on which the worker waits; nginx, sharing the workers,
+   * would otherwise start each of its runs behind them.
+   */
+  pauseMs?: number;
 }
 
 export interface PairRun {
@@ -62,6 +69,7 @@ const brief = (run: Run) => `${run.perSecond.toFixed(0)}/s, p50 ${run.p50Ms.toFi
 export async function measurePair(pair: Pair, opts: PairOptions): Promise<PairResult> {
   const runs: PairRun[] = [];
   const load = async (side: Side, connections: number, seconds: number) => {
+    if (pair.pauseMs) await sleep(pair.pauseMs);
     const run = await httpLoad(side.url, { connections, seconds, headers: side.headers ?? {} });
     opts.check(`${pair.name}: ${side.label}`);
     return run;

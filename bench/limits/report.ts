@@ -54,8 +54,7 @@ export function renderSummary(r: LimitsReport): string {
   }
   for (const extra of r.extras) {
     lines.push('');
-    if (!extra.ran) lines.push(`**${extra.name}**: not run (the module is not there yet).`);
-    else if (extra.error) lines.push(`**${extra.name}**: failed: \`${extra.error.split('\n')[0]}\``);
+    if (extra.error) lines.push(`**${extra.name}**: failed: \`${extra.error.split('\n')[0]}\``);
     else lines.push(`**${extra.name}** (targets ${extra.result!.targetsMet ? 'met' : '**missed**'}):\n\n${extra.result!.markdown.trim()}`);
   }
   return `${lines.join('\n')}\n`;
@@ -65,7 +64,7 @@ const runCells = (run: Run) => `${run.perSecond.toFixed(0)} | ${f(run.p50Ms)} | 
 
 /** bench/results-limits.md: settings, seed, every run of every pair, the statements of the SQL baseline, the checks, nginx's config. */
 export function renderResults(r: LimitsReport): string {
-  const lines: string[] = ['# The limits of issue 20: raw results', '', 'Written by `npm run bench` (bench/limits/run.ts); the summary is in bench/README.md ("The limits of issue 20").', ''];
+  const lines: string[] = ['# Speed limits: raw results', '', 'Written by `npm run bench` (bench/limits/run.ts); the summary is in bench/README.md ("Speed limits").', ''];
   lines.push(`## Run ${r.date}`, '');
   lines.push(`${r.machine}; Node ${r.node}; ${r.postgres}; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; ${(r.seconds / 60).toFixed(1)} min in all.`, '');
   lines.push('### Settings', '');

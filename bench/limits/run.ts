@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the limits of issue 20 (see "The limits of issue 20" in bench/README.md). Starts
+ * `npm run bench`: the speed limits (see "Speed limits" in bench/README.md). Starts
  * the built program (`node dist/server.js all`, deployed defaults) on a fresh PostgreSQL database,
  * seeds the management tables, an STA dataset with a million Observations in one Datastream and two
  * OWS datasets with a `trees` collection, then measures each read against its baseline, interleaved
@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ADMIN_EMAIL, benchLogLevel, devToken, REPO_ROOT, SERVER_URL, serverEnvironment } from '../settings.js';
 import { createDatabase, seed, SEED, withClient } from '../database.js';
-import { startServer, type ServerProcess } from '../server-process.js';
+import { assertServerRunning, cleanUpOnSignals, startServer, type ServerProcess } from '../server-process.js';
 import { captureReads, installQueryCapture, type CapturedQuery } from '../sql-alone.js';
 import { openForAnonymousReads, releasedStaDataset, seedSta, emptyDatastream } from '../sta/setup.js';
 import { featureCount, loadFeatures, releasedOwsDataset, treeBatch, wfsGetFeature } from '../ows/setup.js';
@@ -28,7 +28,7 @@ import { buildApp } from '../../src/app.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { startSqlBaseline, type SqlBaseline } from './sql-baseline.js';
 import { measurePair, type Pair, type PairResult } from './pairs.js';
-import { measureCreateVsCopyIfPresent, measureFanoutIfPresent, type Extra } from './extras.js';
+import { measureCreateVsCopySafely, measureFanoutSafely, type Extra } from './extras.js';
 import { allVerdicts, renderResults, renderSummary, type LimitsReport } from './report.js';
 
 const root = REPO_ROOT;
@@ -81,19 +81,9 @@ async function cleanUp(): Promise<void> {
   for (const [what, step] of steps) await step().catch((error: Error) => console.error(`[bench] could not stop ${what}: ${error.message}`));
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    say(`${signal}: cleaning up`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+cleanUpOnSignals(say, cleanUp);
 
-function checkServer(after: string) {
-  const child = server?.child;
-  if (child && (child.exitCode !== null || child.signalCode !== null)) {
-    throw new Error(`the server stopped during "${after}" (exit ${child.exitCode ?? child.signalCode}); see ${logFile}`);
-  }
-}
+const checkServer = (after: string) => assertServerRunning(server, after, logFile);
 
 /** Fails when a port is taken: the readiness probe would otherwise find another program's server. */
 async function assertPortsFree(ports: number[]): Promise<void> {
@@ -252,8 +242,9 @@ async function main() {
   say(`SQL server on ${sqlBaseline.url} (pid ${sqlBaseline.pid}), pool of ${poolSize}`);
   const checks: string[] = [];
   for (const read of reads) {
-    const rows = JSON.parse((await get(`${sqlBaseline.url}/${read.name}`)).toString('utf8')) as unknown[];
-    checks.push(`SQL server /${read.name}: 200, ${rows.length} rows from the last of ${statements[read.name]!.length} statements`);
+    const body = await get(`${sqlBaseline.url}/${read.name}`);
+    const perStatement = (JSON.parse(body.toString('utf8')) as unknown[][]).map((rows) => rows.length);
+    checks.push(`SQL server /${read.name}: 200, ${body.length} bytes, rows per statement ${perStatement.join(' + ')}`);
   }
 
   // 3b. nginx, a FastCGI connection per request, to the gateway's own MapServer workers.
@@ -282,7 +273,7 @@ async function main() {
     staPair('sta-latest', 'latest 100 Observations of a Datastream', latest),
     staPair('sta-expand', '100 Datastreams, each with its latest Observation', expand),
     staPair('sta-filter', 'Things whose Datastreams have an Observation with result > 5', toMany),
-    { name: 'WFS GetFeature 100: gateway (token) vs nginx (FastCGI conn. per request)', group: 'gateway vs nginx', compare: 'throughput', subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'nginx, the same workers, closed map', url: nginxWfs } },
+    { name: 'WFS GetFeature 100: gateway (token) vs nginx (FastCGI conn. per request)', group: 'gateway vs nginx', compare: 'throughput', pauseMs: 1_500, subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'nginx, the same workers, closed map', url: nginxWfs } },
     { name: 'WFS GetFeature 100: token (closed) vs anonymous (open)', group: 'authenticated vs anonymous', compare: 'throughput', subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'gateway, anonymous, open dataset', url: wfs(open.base) } },
   ];
   const options = { connections: CONNECTIONS, rounds: ROUNDS, seconds: SECONDS, warmupSeconds: WARMUP, check: checkServer, say };
@@ -298,18 +289,18 @@ async function main() {
     subject: { label: 'gateway, token', url: sta.base + latest, headers: bearer(admin) }, baseline: { label: 'gateway, anonymous', url: sta.base + latest },
   }, options));
 
-  // 5. The measurements of other modules, when they are there.
+  // 5. MQTT fan-out and CreateObservations beside COPY.
   const nginxConfig = nginx.config;
   await nginx.stop();
   nginx = null;
   const extras: Extra[] = [];
   say('MQTT fan-out');
-  extras.push(await measureFanoutIfPresent({ dataApiUrl: DATA_API, mqttUrl: `mqtt://127.0.0.1:${PORTS.mqtt}`, token: admin, staBase: sta.base, datastreamId: fanoutDatastream, rounds: ROUNDS }));
+  extras.push(await measureFanoutSafely({ dataApiUrl: DATA_API, mqttUrl: `mqtt://127.0.0.1:${PORTS.mqtt}`, token: admin, staBase: sta.base, datastreamId: fanoutDatastream, rounds: ROUNDS }));
   checkServer('MQTT fan-out');
   say('CreateObservations vs COPY');
-  extras.push(await measureCreateVsCopyIfPresent({ databaseUrl, dataApiUrl: DATA_API, token: admin, staBase: sta.base, storageSchema: sta.schema, datastreamId: writeDatastream, rounds: ROUNDS }));
+  extras.push(await measureCreateVsCopySafely({ databaseUrl, dataApiUrl: DATA_API, token: admin, staBase: sta.base, storageSchema: sta.schema, datastreamId: writeDatastream, rounds: ROUNDS }));
   checkServer('CreateObservations vs COPY');
-  for (const extra of extras) say(`  ${extra.name}: ${!extra.ran ? 'not there yet' : extra.error ? `failed: ${extra.error}` : `targets ${extra.result!.targetsMet ? 'met' : 'missed'}`}`);
+  for (const extra of extras) say(`  ${extra.name}: ${extra.error ? `failed: ${extra.error}` : `targets ${extra.result!.targetsMet ? 'met' : 'missed'}`}`);
 
   const postgres = await withClient(databaseUrl, async (client) => (await client.query<{ v: string; p: string }>("select current_setting('server_version') as v, postgis_lib_version() as p")).rows[0]!);
   const cpu = cpus();

@@ -3,8 +3,10 @@
  * (bench/limits/run.ts) with a plain `node:http` server and a `pg.Pool` of the application's size.
  * For each read scenario it serves one path, `/<name>`, that runs the statements the application
  * runs for that request (captured in process, with their parameters) one after another on one
- * pooled client, and answers the rows of the last as JSON. No routing library, no validation, no
- * auth: what is left is what any Node HTTP front of that SQL costs.
+ * pooled client, and answers the rows of every statement as JSON (an array of rows per statement):
+ * all the data the answer is made of, as the driver gives it, without the standard's shape (links,
+ * nesting). No routing library, no validation, no auth: what is left is what any Node HTTP front of
+ * that SQL costs.
  *
  * Usage: node <tsx flags> bench/limits/sql-server.ts <settings.json>; it prints `listening <port>`.
  */
@@ -33,8 +35,8 @@ const server = createServer((request, response) => {
   void (async () => {
     const client = await pool.connect();
     try {
-      let rows: unknown[] = [];
-      for (const query of queries) rows = (await client.query(query.text, query.values)).rows;
+      const rows: unknown[][] = [];
+      for (const query of queries) rows.push((await client.query(query.text, query.values)).rows);
       const body = JSON.stringify(rows);
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     } finally {

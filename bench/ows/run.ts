@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
 import { ADMIN_EMAIL, benchLogLevel, serverEnvironment, devToken, CONNECTIONS, DURATION, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase, withClient } from '../database.js';
-import { startServer, type ServerProcess } from '../server-process.js';
+import { assertServerRunning, cleanUpOnSignals, startServer, type ServerProcess } from '../server-process.js';
 import { httpLoad, type Run } from '../sta/load.js';
 import { startNginxBaseline, type NginxBaseline } from './nginx.js';
 import { NGINX_KEPT, NGINX_PER_REQUEST, renderRun, renderSummary, type OwsLoad, type OwsReport } from './report.js';
@@ -57,19 +57,9 @@ async function cleanUp(): Promise<void> {
   for (const [what, step] of steps) await step().catch((error: Error) => console.error(`[bench:ows] could not stop ${what}: ${error.message}`));
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    say(`${signal}: cleaning up`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+cleanUpOnSignals(say, cleanUp);
 
-function checkServer(after: string) {
-  const child = server?.child;
-  if (child && (child.exitCode !== null || child.signalCode !== null)) {
-    throw new Error(`the server stopped during "${after}" (exit ${child.exitCode ?? child.signalCode}); see ${logFile}`);
-  }
-}
+const checkServer = (after: string) => assertServerRunning(server, after, logFile);
 
 const tokenOf = (email: string) => devToken(ISSUER, email);
 
