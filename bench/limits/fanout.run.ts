@@ -14,7 +14,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_EMAIL, benchLogLevel, CLIENT_ID, devToken, REPO_ROOT, SERVER_URL } from '../settings.js';
+import { ADMIN_EMAIL, benchLogLevel, devToken, REPO_ROOT, SERVER_URL, serverEnvironment } from '../settings.js';
 import { createDatabase } from '../database.js';
 import { startServer, type ServerProcess } from '../server-process.js';
 import { releasedStaDataset } from '../sta/setup.js';
@@ -31,8 +31,7 @@ const LOG_LEVEL = benchLogLevel('info');
 const PORTS = { api: 18680, data: 18681, mqtt: 18683, idp: 18690 };
 const API = `http://127.0.0.1:${PORTS.api}`;
 const DATA_API = `http://127.0.0.1:${PORTS.data}`;
-const IDP = `http://127.0.0.1:${PORTS.idp}`;
-const ISSUER = `${IDP}/realms/platform`;
+const ISSUER = `http://127.0.0.1:${PORTS.idp}/realms/platform`;
 
 const say = (message: string) => console.log(`[bench:fanout] ${message}`);
 const workDir = mkdtempSync(join(tmpdir(), 'bench-fanout-'));
@@ -45,11 +44,7 @@ try {
     command: process.execPath,
     args: [...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []), join(DIST, 'server.js'), 'all'],
     serverCommandLine: /node .*server\.js all/,
-    env: {
-      HOST: '127.0.0.1', PORT: String(PORTS.api), DATA_PORT: String(PORTS.data), MQTT_PORT: String(PORTS.mqtt), IDP_PORT: String(PORTS.idp), IDP_URL: IDP,
-      BASE_URL: API, DATA_API_URL: DATA_API, OIDC_ISSUER: ISSUER, OIDC_CLIENT_ID: CLIENT_ID, BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
-      DEV_IDP: 'on', NODE_ENV: 'development', DEV_IDP_TTL: '3600', DATABASE_URL: database.url, LOG_LEVEL,
-    },
+    env: serverEnvironment(PORTS, LOG_LEVEL, { MQTT_PORT: String(PORTS.mqtt), DATABASE_URL: database.url }),
     readyUrl: `${API}/health/ready`, logFile: join(workDir, 'server.log'),
   });
   const token = await devToken(ISSUER, ADMIN_EMAIL);
