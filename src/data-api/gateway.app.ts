@@ -225,6 +225,9 @@ async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: A
   reply.code(answer.status);
   if (answer.headers) reply.headers(answer.headers);
   if (answer.body === undefined) return reply.send();
-  if (typeof answer.body === 'string' && !answer.headers?.['content-type']) reply.type('text/plain; charset=utf-8');
-  return reply.send(answer.body);
+  if (typeof answer.body !== 'string') return reply.send(answer.body);
+  if (!answer.headers?.['content-type']) reply.type('text/plain; charset=utf-8');
+  // As bytes: Fastify measures a string's length in one pass over it and Node encodes it in another
+  // (a page of 100 Observations is 76 KB held as a rope of pieces; measured 50 µs a page saved).
+  return reply.send(Buffer.from(answer.body));
 }

@@ -103,11 +103,13 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
  */
 function collectionAsText(request: GetRequest, entity: EntityDef, selection: Selection, result: Awaited<ReturnType<typeof readCollection>>): StaResponse {
   const write = entityTextWriter(request.baseUrl, entity, selection);
-  const members: string[] = [];
-  if (result.count !== undefined) members.push(`"@iot.count":${JSON.stringify(result.count)}`);
-  members.push(`"value":[${result.rows.map(write).join(',')}]`);
-  if (result.more) members.push(`"@iot.nextLink":${JSON.stringify(nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top))}`);
-  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: `{${members.join(',')}}` };
+  let text = '{';
+  if (result.count !== undefined) text += `"@iot.count":${JSON.stringify(result.count)},`;
+  text += '"value":[';
+  result.rows.forEach((row, i) => { text += (i === 0 ? '' : ',') + write(row); });
+  text += ']';
+  if (result.more) text += `,"@iot.nextLink":${JSON.stringify(nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top))}`;
+  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: text + '}' };
 }
 
 /** One entity as GET shows it (also the body of a create or an update). */
