@@ -155,6 +155,34 @@ export function startServer(env: Record<string, string>, ports: ServerPorts, mod
   };
 }
 
+/**
+ * `startServer` on fresh ports, resolved once its /health/ready answers 200. A free port can be taken
+ * by another test's process between the probe and the child's listen: a child that exits on
+ * EADDRINUSE is started again on other ports (three tries); any other exit, or no readiness within
+ * `ms`, fails at once with the child's last log lines instead of polling a dead process.
+ */
+export async function startReadyServer(env: Record<string, string>, mode: 'all' | 'api' | 'data-api' | 'worker' = 'all', ms = 150_000): Promise<ChildServer> {
+  for (let attempt = 1; ; attempt += 1) {
+    const server = startServer(env, await serverPorts(), mode);
+    let exitCode: number | null | undefined;
+    void server.exited.then((code) => { exitCode = code; });
+    const deadline = Date.now() + ms;
+    while (exitCode === undefined && Date.now() < deadline) {
+      const ready = await request(`${server.apiUrl}/health/ready`).catch(() => null);
+      if (ready?.status === 200) return server;
+      await sleep(100);
+    }
+    const log = server.lines.slice(-20).join('\n');
+    if (exitCode === undefined) {
+      await server.kill();
+      throw new Error(`the server was not ready within ${ms} ms; its log:\n${log}`);
+    }
+    if (attempt === 3 || !server.lines.some((line) => line.includes('EADDRINUSE'))) {
+      throw new Error(`the server exited (${exitCode}) before it was ready; its log:\n${log}`);
+    }
+  }
+}
+
 export async function adminToken(idpUrl: string): Promise<string> {
   const response = await fetch(`${idpUrl}/realms/${REALM}/protocol/openid-connect/token`, {
     method: 'POST',

@@ -7,7 +7,7 @@ import { docsOrigins } from '../../src/http/docs-login.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { eventually, request, serverPorts, startServer } from '../faults/harness.js';
+import { request, startReadyServer, type ChildServer } from '../faults/harness.js';
 
 /**
  * Swagger UI (/docs) logs in by itself: the OpenAPI document's `login` scheme is the development
@@ -143,9 +143,9 @@ describe('Swagger UI login', () => {
 
   it('the real program: /docs\'s origin gets the token through CORS, as a browser would, and it works on /v1/users/me', { timeout: 180_000 }, async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'docs-login-'));
-    const server = startServer({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, await serverPorts());
+    let server: ChildServer | undefined;
     try {
-      await eventually('the program to be ready', 150_000, async () => ((await request(`${server.apiUrl}/health/ready`)).status === 200 ? true : undefined));
+      server = await startReadyServer({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
       const doc = (await request(`${server.apiUrl}/openapi.json`)).body;
       const { tokenUrl } = doc.components.securitySchemes.login.flows.password;
       assert.equal(tokenUrl, `${server.idpUrl}/realms/${REALM}/protocol/openid-connect/token`);
@@ -171,7 +171,7 @@ describe('Swagger UI login', () => {
       assert.equal(me.body.email, ADMIN_EMAIL);
       assert.equal(await server.kill('SIGTERM'), 0);
     } finally {
-      await server.kill();
+      await server?.kill();
       await rm(dataDir, { recursive: true, force: true });
     }
   });
