@@ -95,7 +95,9 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
   const byParent = new Map<number, Row[]>();
   for (const row of rows) {
     const parent = Number(row['__parent']);
-    byParent.set(parent, [...(byParent.get(parent) ?? []), row]);
+    const mine = byParent.get(parent);
+    if (mine) mine.push(row);
+    else byParent.set(parent, [row]);
   }
   const emptyPages = await countChildren(ctx, nav, ids.filter((id) => !byParent.has(id)), options);
   const allChildren: Shaped[] = [];
