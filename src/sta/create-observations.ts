@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { AppError, accessDenied } from '../errors.js';
 import type { Database } from '../db/client.js';
 import { ENTITIES } from './model.js';
-import { tableOf, type SqlContext } from './resolver.js';
+import { AliasNames, tableOf, type SqlContext } from './resolver.js';
 import { selfLink } from './links.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
@@ -34,7 +34,7 @@ export async function createObservations(deps: StaServerDeps, request: StaReques
   if (request.method !== 'POST') throw new AppError('MALFORMED_REQUEST', 'CreateObservations takes POST only', { status: 405 });
   if (!request.rights.write) throw accessDenied('DATASET_PAYLOAD_WRITE');
   const columns = parseDataArrays(request.body);
-  const ctx: SqlContext = { schema: request.schema, postgis: deps.postgis ?? false };
+  const ctx: SqlContext = { schema: request.schema, postgis: deps.postgis ?? false, aliases: new AliasNames() };
   const changes: Change[] = [];
   const work = (trx: Database) => insertAll({ trx, ctx, changes }, columns);
   // Inside a $batch atomicity group the batch owns the transaction and holds the changes.

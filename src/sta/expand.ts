@@ -55,7 +55,7 @@ async function expandToOne(ctx: ReadContext, baseUrl: string, nav: NavigationDef
   const fk = nav.join.column;
   const target = ENTITIES[nav.target];
   const ids = [...new Set(parents.map((p) => rowForeignKey(p.row, fk)).filter((id): id is number => id !== null))];
-  const alias = freshAlias();
+  const alias = freshAlias(ctx);
   const scope = [sql`${column(alias, 'id')} = any(${ids}::bigint[])`];
   const { rows } = ids.length === 0 ? { rows: [] as Row[] } : await sql<Row>`select ${selectList(ctx, target, alias, selectionOf(target, options.select).properties)}
     from ${tableOf(ctx, target)} as ${sql.id(alias)} where ${whereOf(ctx, target, alias, scope, options)}`.execute(ctx.db);
@@ -70,7 +70,7 @@ async function expandToOne(ctx: ReadContext, baseUrl: string, nav: NavigationDef
 
 async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef, nav: NavigationDef, options: QueryOptions, parents: Shaped[]) {
   const target = ENTITIES[nav.target];
-  const alias = freshAlias();
+  const alias = freshAlias(ctx);
   const { from, parentKey } = relatedRows(ctx, nav, alias);
   const ids = parents.map((p) => rowId(p.row));
   const page = pageOf(ctx, options);
@@ -120,7 +120,7 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
 async function countChildren(ctx: ReadContext, nav: NavigationDef, parentIds: number[], options: QueryOptions): Promise<Map<number, number>> {
   if (!options.count || parentIds.length === 0) return new Map();
   const target = ENTITIES[nav.target];
-  const alias = freshAlias();
+  const alias = freshAlias(ctx);
   const { from, parentKey } = relatedRows(ctx, nav, alias);
   const where = whereOf(ctx, target, alias, [sql`${parentKey} = any(${parentIds}::bigint[])`], options);
   const { rows } = await sql<{ parent: number; n: number }>`select ${parentKey} as parent, count(*) as n from ${from} where ${where} group by 1`.execute(ctx.db);

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
 import type { MappedRecord, PayloadWriter, WriteOutcome, WriteResult } from '../ingest/types.js';
 import { ENTITIES } from './model.js';
-import { tableOf } from './resolver.js';
+import { AliasNames, tableOf } from './resolver.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { isFault, parseRecord, type ObservationRow } from './pipeline-records.js';
 import { resolveDatastreams, resolveFeatures, storeAll, type Known, type PendingObservation, type Reject } from './pipeline-links.js';
@@ -59,7 +59,7 @@ export function createObservationWriter(deps: ObservationWriterDeps): PayloadWri
         if (isFault(parsed)) outcomes[index] = rejected(parsed.field, parsed.reason);
         else rows.push({ index, row: parsed });
       });
-      const w: WriteContext = { trx, ctx: { schema, postgis: deps.postgis }, changes: [] };
+      const w: WriteContext = { trx, ctx: { schema, postgis: deps.postgis, aliases: new AliasNames() }, changes: [] };
       const learned = new Map<string, number>();
       if (rows.length > 0) {
         await storeRecords(w, rows, outcomes, learned, cacheOf(schema), () => caches.delete(schema));

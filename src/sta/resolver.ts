@@ -7,13 +7,30 @@ import { ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef,
 export interface SqlContext {
   schema: string;
   postgis: boolean;
+  /** The table aliases of the request's statements: one counter per request (see AliasNames). */
+  aliases: AliasNames;
 }
 
 export const tableOf = (ctx: SqlContext, entity: EntityDef) => sql.id(ctx.schema, entity.table);
 
-let aliasCounter = 0;
-/** A fresh table alias, so that nested subqueries never shadow their outer query's alias. */
-export const freshAlias = () => `t${++aliasCounter % 1_000_000}`;
+/**
+ * Names table aliases `t1`, `t2`, … in the order a request's statements ask for them, so that
+ * nested subqueries never shadow their outer query's alias. Counted per request, not per process:
+ * a request of the same shape then sends the same SQL text, which the pool runs as a prepared
+ * statement (src/db/prepared-statements.ts); a process-wide counter made every `$expand` and every
+ * `$filter` through a navigation a text never seen before, parsed and planned each time.
+ */
+export class AliasNames {
+  private count = 0;
+
+  next(): string {
+    this.count += 1;
+    return `t${this.count}`;
+  }
+}
+
+/** A fresh table alias of this request. */
+export const freshAlias = (ctx: SqlContext) => ctx.aliases.next();
 
 export const column = (alias: string, name: string) => sql.ref(`${alias}.${name}`);
 
@@ -44,7 +61,7 @@ export function propertySql(ctx: SqlContext, entity: EntityDef, property: Proper
 
 /** `streamColumn`: the Observations' key to the stream, `datastream_id` or `multi_datastream_id`. */
 function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string, streamColumn = 'datastream_id'): ResolvedProperty {
-  const o = freshAlias();
+  const o = freshAlias(ctx);
   const observations = sql`${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)} where ${column(o, streamColumn)} = ${column(alias, 'id')}`;
   if (name === 'phenomenonTime') {
     return {
@@ -65,9 +82,9 @@ function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string,
   // The distinct features are found by a skip scan of (datastream_id, feature_of_interest_id): one
   // index probe per feature, not a pass over every Observation of the stream (a million of them
   // observe a handful of features).
-  const f = freshAlias();
-  const seen = freshAlias();
-  const next = freshAlias();
+  const f = freshAlias(ctx);
+  const seen = freshAlias(ctx);
+  const next = freshAlias(ctx);
   const observationsTable = tableOf(ctx, ENTITIES.Observations);
   const streamId = column(alias, 'id');
   return {
@@ -123,7 +140,7 @@ export function createResolver(ctx: SqlContext, entity: EntityDef, alias: string
         // `Datastream/id` is the foreign key itself: no subquery, and its index applies.
         if (rest.length === 1 && (rest[0] === 'id' || rest[0] === '@iot.id')) return { type: 'id', sql: column(alias, nav.join.column) };
         const target = ENTITIES[nav.target];
-        const inner = freshAlias();
+        const inner = freshAlias(ctx);
         const from = sql`${tableOf(ctx, target)} as ${sql.id(inner)} where ${column(inner, 'id')} = ${column(alias, nav.join.column)}`;
         return throughToOne(createResolver(ctx, target, inner, where).property(rest, pos), from);
       }
@@ -148,7 +165,7 @@ export function createResolver(ctx: SqlContext, entity: EntityDef, alias: string
       const nav = head === undefined || rest.length === 0 ? undefined : navigationOf(entity, head);
       if (!nav) return undefined;
       const target = ENTITIES[nav.target];
-      const inner = freshAlias();
+      const inner = freshAlias(ctx);
       const related = (targetResolver: PropertyResolver) => predicate(scoped(resolver, [head!], targetResolver));
       if (!nav.toMany) {
         if (nav.join.kind !== 'fkHere') return undefined;

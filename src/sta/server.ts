@@ -11,6 +11,7 @@ import { getTarget, serviceRoot } from './get.js';
 import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
 import { writeRef, type RefWriteRequest } from './ref-writes.js';
 import type { ReadContext } from './read.js';
+import { AliasNames } from './resolver.js';
 import type { Change } from './write-sql.js';
 import type { StaRequest, StaResponse, StaServer } from './types.js';
 import { serveBatch } from './batch.js';
@@ -55,6 +56,7 @@ const OPERATIONS: Record<string, Operation | undefined> = {
 export async function dispatch(deps: StaServerDeps, request: StaRequest, path: ResourcePath, options: QueryOptions): Promise<StaResponse> {
   const read: ReadContext = {
     db: deps.db, schema: request.schema, postgis: deps.postgis ?? false, pageSize: deps.pageSize ?? 100, maxTop: deps.maxTop ?? 1000,
+    aliases: new AliasNames(),
   };
   const isRead = request.method === 'GET' || request.method === 'HEAD';
   if (path.length === 0) {

@@ -37,7 +37,7 @@ export interface WriteRequest {
 
 export async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) => Promise<T>): Promise<T> {
   const changes: Change[] = [];
-  const ctx: SqlContext = { schema: deps.read.schema, postgis: deps.read.postgis };
+  const ctx: SqlContext = { schema: deps.read.schema, postgis: deps.read.postgis, aliases: deps.read.aliases };
   const db = deps.read.db;
   // Inside a $batch atomicity group the batch owns the transaction, and its onChange holds what
   // it is told until that transaction commits.
