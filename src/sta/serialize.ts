@@ -101,14 +101,20 @@ export function entityTextWriter(baseUrl: string, entity: EntityDef, selection: 
   const self = linkAround('');
   const first = selection.id ? [`"@iot.id":`, `,"@iot.selfLink":${self[0]}`, self[1]] as const : null;
   // Each member after the first starts with its comma.
-  const properties = selection.properties.map((property, i) => ({ property, key: `${i === 0 && !first ? '' : ','}${JSON.stringify(property.name)}:` }));
+  // The row's keys of each property are made once, not per row.
+  const properties = selection.properties.map((property, i) => ({
+    key: `${i === 0 && !first ? '' : ','}${JSON.stringify(property.name)}:`,
+    value: property.kind === 'interval'
+      ? ((start: string, end: string) => (row: Row) => intervalText(row[start], row[end]))(`${property.name}__start`, `${property.name}__end`)
+      : ((name: string) => (row: Row) => row[name] ?? null)(property.name),
+  }));
   const navigations = entity.navigations.filter((nav) => selection.navigations.has(nav.name))
     .map((nav, i) => ({ key: `${i === 0 && !first && properties.length === 0 ? '' : ','}${JSON.stringify(`${nav.name}@iot.navigationLink`)}:`, link: linkAround(`/${nav.name}`) }));
   return (row) => {
     const id = rowId(row);
     let text = '{';
     if (first) text += first[0] + id + first[1] + id + first[2];
-    for (const { property, key } of properties) text += key + jsonText(propertyValue(row, property));
+    for (const { key, value } of properties) text += key + jsonText(value(row));
     for (const { key, link } of navigations) text += key + link[0] + id + link[1];
     return text + '}';
   };
