@@ -225,6 +225,11 @@ async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: A
   reply.code(answer.status);
   if (answer.headers) reply.headers(answer.headers);
   if (answer.body === undefined) return reply.send();
+  if (typeof answer.body === 'object' && answer.body !== null && !Buffer.isBuffer(answer.body) && !answer.headers?.['content-type']) {
+    // JSON.stringify is what Fastify would do; as bytes for the reason below (an $expand page of 100
+    // Datastreams is 214 KB).
+    return reply.type('application/json; charset=utf-8').send(Buffer.from(JSON.stringify(answer.body)));
+  }
   if (typeof answer.body !== 'string') return reply.send(answer.body);
   if (!answer.headers?.['content-type']) reply.type('text/plain; charset=utf-8');
   // As bytes: Fastify measures a string's length in one pass over it and Node encodes it in another
