@@ -130,7 +130,10 @@ function textOf(trx: Database, raw: RawBuilder<unknown>): string {
  * The triggers. Each runs once per statement over its transition tables, and for every stream the
  * statement touched:
  * 1. locks the stream rows, Datastreams then MultiDatastreams, each in id order, so that two
- *    writers of the same streams queue rather than deadlock;
+ *    writers of the same streams queue rather than deadlock. `for no key update`, not `for update`:
+ *    the foreign key checks of an insert take `for key share` on its streams row by row, in the
+ *    order of its rows, and `for update` conflicts with those (two CreateObservations over the same
+ *    streams deadlocked in the race test); `no key update` does not, and still excludes its like;
  * 2. then, in statements of their own (in READ COMMITTED each gets a fresh snapshot, which sees
  *    whatever a writer that held the lock before committed), adjusts or recomputes the values:
  *    - insert: the bounds widen by the new rows' (least/greatest: no scan); the area is recomputed
@@ -151,7 +154,7 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
   const fn = (name: string) => q(sql.id(ctx.schema, name));
   const perStream = (body: (stream: (typeof STREAMS)[number], table: string) => string) =>
     STREAMS.map((stream) => body(stream, q(tableOf(ctx, stream.entity)))).join('\n');
-  const lock = (table: string, ids: string) => `perform 1 from ${table} where id in (${ids}) order by id for update;`;
+  const lock = (table: string, ids: string) => `perform 1 from ${table} where id in (${ids}) order by id for no key update;`;
   const tracked = ['datastream_id', 'multi_datastream_id', 'feature_of_interest_id', 'phenomenon_time_start', 'phenomenon_time_end', 'result_time'];
   const pair = ['datastream_id', 'multi_datastream_id', 'feature_of_interest_id'];
   const differ = (columns: string[]) => `(${columns.map((c) => `o.${c}`).join(', ')}) is distinct from (${columns.map((c) => `n.${c}`).join(', ')})`;
@@ -205,7 +208,7 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
   const changedFeatures = `select n.id from old_rows o join new_rows n on n.id = o.id where o.feature is distinct from n.feature`;
   const onFeatureUpdate = `
     if not ${q(POSTGIS_INSTALLED)} or not exists (${changedFeatures}) then return null; end if;
-    ${perStream((_, table) => `perform 1 from ${table} order by id for update;`)}
+    ${perStream((_, table) => `perform 1 from ${table} order by id for no key update;`)}
     ${perStream(({ key }, table) => `
     update ${table} as s set ${q(assignArea(ctx, 's', key))}
      where exists (select 1 from ${observations} as o where o.${key} = s.id and o.feature_of_interest_id in (${changedFeatures}));`)}`;
