@@ -58,7 +58,8 @@ export function computedStreamProperty(ctx: SqlContext, name: string, alias: str
       end: sql`(select max(${column(o, 'result_time')}) from ${observations})`,
     };
   }
-  // observedArea: the convex hull of the features observed. The distinct features are found by a
+  // observedArea: the convex hull of the features observed (those PostGIS can read: see
+  // GEOMETRY_TEXT). The distinct features are found by a
   // skip scan of (stream, feature_of_interest_id): one index probe per feature, not a pass over
   // every Observation of the stream (a million of them observe a handful of features).
   const f = freshAlias();
@@ -75,7 +76,7 @@ export function computedStreamProperty(ctx: SqlContext, name: string, alias: str
                  where ${column(next, streamColumn)} = ${streamId} and ${column(next, 'feature_of_interest_id')} > ${column(seen, 'id')}
                  order by 1 limit 1)
           from ${sql.id(seen)} where ${column(seen, 'id')} is not null)
-      select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb
+      select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${sql.id(ctx.schema, GEOMETRY_TEXT)}(${column(f, 'feature')})))))::jsonb
         from ${tableOf(ctx, ENTITIES.FeaturesOfInterest)} as ${sql.id(f)}
        where ${column(f, 'id')} in (select ${column(seen, 'id')} from ${sql.id(seen)}))`,
   };
@@ -95,6 +96,29 @@ const assignArea = (ctx: SqlContext, alias: string, key: string) => {
   return sql`observed_area = ${area.sql}`;
 };
 
+/**
+ * The function (one per schema) that gives a feature's GeoJSON geometry as text for PostGIS to read,
+ * the geometry of a GeoJSON Feature, or null for what PostGIS cannot read. A FeatureOfInterest's
+ * `feature` is any object with a `type`, and one made from a Location holding a Feature is a
+ * Feature: computed at read time such a stream's area failed the read (500); computed at write time
+ * it would fail the write, so the hull is made of the features PostGIS reads. Not typed `geometry`
+ * (the function exists without PostGIS, never called there).
+ */
+const GEOMETRY_TEXT = 'feature_geometry_text';
+
+async function createGeometryText(trx: Database, schema: string): Promise<void> {
+  await sql.raw(`create or replace function ${textOf(trx, sql.id(schema, GEOMETRY_TEXT))}(feature jsonb) returns text
+    language plpgsql immutable parallel safe as $geometry$
+    declare
+      geometry jsonb := case when feature->>'type' = 'Feature' then feature->'geometry' else feature end;
+    begin
+      perform st_geomfromgeojson(geometry::text);
+      return geometry::text;
+    exception when others then
+      return null;
+    end $geometry$`).execute(trx);
+}
+
 /** Whether PostGIS is installed in the database now (the triggers ask at run time: it may come later than the schema). */
 const POSTGIS_INSTALLED = sql`exists (select 1 from pg_extension where extname = 'postgis')`;
 
@@ -105,6 +129,7 @@ const POSTGIS_INSTALLED = sql`exists (select 1 from pg_extension where extname =
 export async function provisionDerived(trx: Database, schema: string): Promise<void> {
   const ctx: SqlContext = { schema, postgis: false };
   const { rows: [postgis] } = await sql<{ installed: boolean }>`select ${POSTGIS_INSTALLED} as installed`.execute(trx);
+  await createGeometryText(trx, schema);
   for (const { entity, key } of STREAMS) {
     const { rows } = await sql`select 1 from information_schema.columns
       where table_schema = ${schema} and table_name = ${entity.table} and column_name = 'observed_area'`.execute(trx);
@@ -137,9 +162,12 @@ function textOf(trx: Database, raw: RawBuilder<unknown>): string {
  * 2. then, in statements of their own (in READ COMMITTED each gets a fresh snapshot, which sees
  *    whatever a writer that held the lock before committed), adjusts or recomputes the values:
  *    - insert: the bounds widen by the new rows' (least/greatest: no scan); the area is recomputed
- *      only when a new row brings a feature the stream did not observe before. An incremental hull
- *      (hull of the stored hull and the new features) would not read the same: the stored GeoJSON
- *      is rounded to 9 decimals and the vertices may come out in another order;
+ *      only when a new row brings a feature the stream did not observe before (no row of that stream
+ *      and feature outside the id range of the new ones: a row inside it that is not new only makes
+ *      a needless recompute; a test against the set of new ids was quadratic on a bulk load, its
+ *      hash did not fit work_mem). An incremental hull
+ *      (hull of the stored hull and the new features) need not read the same: the stored GeoJSON
+ *      is rounded to 9 decimals, and GEOS does not promise the order of the vertices;
  *    - update: the streams of rows whose stream, feature or times changed are recomputed (bounds),
  *      and their area too when a row's stream or feature changed;
  *    - delete: the bounds of the streams are recomputed (one index probe each), the area when a
@@ -178,10 +206,11 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
     if ${q(POSTGIS_INSTALLED)} then
       ${perStream(({ key }, table) => `
       update ${table} as s set ${q(assignArea(ctx, 's', key))}
-       where s.id in (select p.id from (select distinct ${key} as id, feature_of_interest_id as feature from new_rows where ${key} is not null) as p
+       where s.id in (select p.id from (select ${key} as id, feature_of_interest_id as feature, min(id) as first, max(id) as last
+                                          from new_rows where ${key} is not null group by 1, 2) as p
                        where not exists (select 1 from ${observations} as seen
                                           where seen.${key} = p.id and seen.feature_of_interest_id = p.feature
-                                            and seen.id not in (select id from new_rows)));`)}
+                                            and (seen.id < p.first or seen.id > p.last)));`)}
     end if;`;
 
   const onUpdate = `
