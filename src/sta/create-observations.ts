@@ -8,6 +8,7 @@ import { announceChanges, type Change, type WriteContext } from './write-sql.js'
 import { featureOfInterestFor } from './feature-of-interest.js';
 import { parseDataArrays, rowError, rowField, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
 import { misfitMessage } from './multi-datastream.js';
+import { lockStreams } from './derived.js';
 import type { StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 
@@ -53,6 +54,8 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
   const refusedNow = await resolveLinks(w, columns);
   const accepted = refusedNow.size > 0 ? withoutRows(columns, refusedNow) : columns;
   const created = new Map<number, number>();
+  // The statements below each lock their streams; all of them at once first, in one order.
+  if (accepted.source.length > 0) await lockStreams(w.trx, w.ctx, accepted.datastream, accepted.multiDatastream);
   for (let start = 0; start < accepted.source.length; start += CHUNK_ROWS) {
     const end = Math.min(start + CHUNK_ROWS, accepted.source.length);
     const ids = await underSavepoint(w, () => insertRows(w, accepted, start, end));
