@@ -178,12 +178,12 @@ function textOf(trx: Database, raw: RawBuilder<unknown>): string {
  * 2. then, in statements of their own (in READ COMMITTED each gets a fresh snapshot, which sees
  *    whatever a writer that held the lock before committed), adjusts or recomputes the values:
  *    - insert: the bounds widen by the new rows' (least/greatest: no scan); the area is recomputed
- *      only when a new row brings a feature the stream did not observe before (no row of that stream
- *      and feature outside the id range of the new ones: a row inside it that is not new only makes
- *      a needless recompute; a test against the set of new ids was quadratic on a bulk load, its
- *      hash did not fit work_mem). An incremental hull
- *      (hull of the stored hull and the new features) need not read the same: the stored GeoJSON
- *      is rounded to 9 decimals, and GEOS does not promise the order of the vertices;
+ *      only when a new row brings a feature the stream did not observe before: no row of that
+ *      stream and feature outside the id range of the new ones (a row inside it that is not new
+ *      only costs a needless recompute; a test against the set of new ids was quadratic on a bulk
+ *      load, its hash did not fit work_mem). Not an incremental hull (of the stored hull and the new
+ *      features): it need not read the same, the stored GeoJSON being rounded to 9 decimals and GEOS
+ *      not promising the order of the vertices;
  *    - update: the streams of rows whose stream, feature or times changed are recomputed (bounds),
  *      and their area too when a row's stream or feature changed;
  *    - delete: the bounds of the streams are recomputed (one index probe each), the area when a
