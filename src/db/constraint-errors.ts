@@ -14,6 +14,19 @@ export const constraintOf = (error: unknown): string | undefined =>
 
 export const isUniqueViolation = (error: unknown) => sqlStateOf(error) === '23505';
 export const isForeignKeyViolation = (error: unknown) => sqlStateOf(error) === '23503';
+/** A deadlock PostgreSQL broke by aborting this transaction, or a serialization failure: nothing was committed. */
+export const isTransactionConflict = (error: unknown) => sqlStateOf(error) === '40P01' || sqlStateOf(error) === '40001';
+
+/** Runs a whole transaction again (at most `attempts` times in all) when PostgreSQL aborted it for a conflict. */
+export async function retriedOnConflict<T>(transaction: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (attempt >= attempts || !isTransactionConflict(error)) throw error;
+    }
+  }
+}
 
 /**
  * Runs a write and turns a unique-index violation into 409 UNIQUE_CONSTRAINT_VIOLATION with the

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, problemOf } from '../errors.js';
 import { isApiPath } from './authentication.js';
-import { isForeignKeyViolation } from '../db/constraint-errors.js';
+import { isForeignKeyViolation, isTransactionConflict } from '../db/constraint-errors.js';
 import { isDatabaseUnavailable } from '../db/connection-errors.js';
 
 export const PROBLEM_TYPE = 'application/problem+json';
@@ -48,6 +48,10 @@ export function installProblemHandlers(app: FastifyInstance) {
     if (isForeignKeyViolation(error)) {
       // The services check references first; this is a concurrent delete slipping in between.
       return sendProblem(request, reply, new AppError('INVALID_STATE', 'An object this request refers to was changed or deleted at the same time; retry', { status: 409 }));
+    }
+    if (isTransactionConflict(error)) {
+      // Two writes locked the same rows in opposite orders (a deadlock PostgreSQL broke): transient.
+      return sendProblem(request, reply, new AppError('INVALID_STATE', 'This write collided with a concurrent one and was undone; retry', { status: 409 }));
     }
     if (isDatabaseUnavailable(error)) {
       // The database dropped or refused the connection: transient, so the process carries on and

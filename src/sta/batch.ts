@@ -1,5 +1,6 @@
 import { AppError, accessDenied, problemOf, validationFailed } from '../errors.js';
 import type { Database } from '../db/client.js';
+import { retriedOnConflict } from '../db/constraint-errors.js';
 import { announceChanges, type Change } from './write-sql.js';
 import type { ServeWith, StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
@@ -59,14 +60,19 @@ async function runGroup(deps: StaServerDeps, batch: StaRequest, serve: ServeWith
   const held: Change[] = [];
   const answers: BatchResponse[] = [];
   try {
-    await deps.db.transaction().execute(async (trx) => {
+    // A group writing Observations to several streams locks them statement by statement (the
+    // triggers of derived.ts), so two groups can deadlock; PostgreSQL then aborts one, which runs
+    // again from the start: nothing of it was committed.
+    await retriedOnConflict(() => deps.db.transaction().execute(async (trx) => {
+      held.length = 0;
+      answers.length = 0;
       const inner: StaServerDeps = { ...deps, db: trx as Database, onChange: (change) => held.push(change) };
       for (const entry of members) {
         const answer = await runOne(inner, batch, serve, entry, state);
         answers.push(answer);
         if (answer.status >= 400) throw new GroupRolledBack();
       }
-    });
+    }));
   } catch (error) {
     if (!(error instanceof GroupRolledBack)) throw error;
     state.failedGroups.add(group);

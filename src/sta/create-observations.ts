@@ -8,6 +8,7 @@ import { announceChanges, type Change, type WriteContext } from './write-sql.js'
 import { featureOfInterestFor } from './feature-of-interest.js';
 import { parseDataArrays, rowError, rowField, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
 import { misfitMessage } from './multi-datastream.js';
+import { lockStreams } from './derived.js';
 import type { StaServerDeps } from './server.js';
 import type { StaRequest, StaResponse } from './types.js';
 
@@ -53,6 +54,11 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
   const refusedNow = await resolveLinks(w, columns);
   const accepted = refusedNow.size > 0 ? withoutRows(columns, refusedNow) : columns;
   const created = new Map<number, number>();
+  // Each insert locks its streams (derived.ts) until the commit. A request of more than one
+  // statement locks them all first, in one order, so that two such requests cannot deadlock; one
+  // of a single statement does not, so that requests to one stream overlap until its trigger.
+  const lockAll = () => lockStreams(w.trx, w.ctx, accepted.datastream, accepted.multiDatastream);
+  if (accepted.source.length > CHUNK_ROWS) await lockAll();
   for (let start = 0; start < accepted.source.length; start += CHUNK_ROWS) {
     const end = Math.min(start + CHUNK_ROWS, accepted.source.length);
     const ids = await underSavepoint(w, () => insertRows(w, accepted, start, end));
@@ -60,6 +66,8 @@ async function insertAll(w: WriteContext, columns: ObservationColumns): Promise<
       ids.forEach((id, k) => created.set(accepted.source[start + k]!, id));
       continue;
     }
+    // Row by row from here (the refused chunk's locks went with its savepoint).
+    await lockAll();
     for (let row = start; row < end; row++) {
       const one = await underSavepoint(w, () => insertRows(w, accepted, row, row + 1));
       const source = accepted.source[row]!;

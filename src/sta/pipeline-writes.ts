@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js';
 import type { MappedRecord, PayloadWriter, WriteOutcome, WriteResult } from '../ingest/types.js';
 import { ENTITIES } from './model.js';
 import { AliasNames, tableOf } from './resolver.js';
+import { lockStreams } from './derived.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { isFault, parseRecord, type ObservationRow } from './pipeline-records.js';
 import { resolveDatastreams, resolveFeatures, storeAll, type Known, type PendingObservation, type Reject } from './pipeline-links.js';
@@ -158,6 +159,8 @@ async function insertRows(w: WriteContext, items: readonly PendingObservation[])
  * and a later record of a refused one's key gets its own chance.
  */
 async function insertObservations(w: WriteContext, items: PendingObservation[], outcomes: Map<number, WriteOutcome>) {
+  // Their streams locked at once, in one order, before the statements (see lockStreams).
+  if (items.length > 0) await lockStreams(w.trx, w.ctx, items.map((item) => item.datastreamId), []);
   const written = new Set<string>();
   let queue = items;
   while (queue.length > 0) {

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { PropertyResolver, ResolvedProperty } from './query/ast.js';
 import { StaQueryError } from './query/errors.js';
+import { storedStreamProperty } from './derived.js';
 import { ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef, type PropertyDef } from './model.js';
 
 /** What every SQL-building module of the store needs to know about the dataset at hand. */
@@ -35,12 +36,11 @@ export const freshAlias = (ctx: SqlContext) => ctx.aliases.next();
 export const column = (alias: string, name: string) => sql.ref(`${alias}.${name}`);
 
 /**
- * The SQL of one property of a row under `alias`. Datastream times and area are aggregated
- * from its Observations here, at read time, rather than kept in columns a write must update.
+ * The SQL of one property of a row under `alias`. A (Multi)Datastream's times and area are read
+ * from the columns the triggers of derived.ts keep.
  */
 export function propertySql(ctx: SqlContext, entity: EntityDef, property: PropertyDef, alias: string): ResolvedProperty {
-  if (entity.set === 'Datastreams' && property.derived) return derivedDatastreamProperty(ctx, property.name, alias);
-  if (entity.set === 'MultiDatastreams' && property.derived) return derivedDatastreamProperty(ctx, property.name, alias, 'multi_datastream_id');
+  if (property.derived) return storedStreamProperty(ctx, property.name, alias);
   const col = (suffix = '') => column(alias, property.column + suffix);
   switch (property.kind) {
     case 'string':
@@ -57,50 +57,6 @@ export function propertySql(ctx: SqlContext, entity: EntityDef, property: Proper
     case 'interval':
       return { type: 'interval', start: col('_start'), end: col('_end') };
   }
-}
-
-/** `streamColumn`: the Observations' key to the stream, `datastream_id` or `multi_datastream_id`. */
-function derivedDatastreamProperty(ctx: SqlContext, name: string, alias: string, streamColumn = 'datastream_id'): ResolvedProperty {
-  const o = freshAlias(ctx);
-  const observations = sql`${tableOf(ctx, ENTITIES.Observations)} as ${sql.id(o)} where ${column(o, streamColumn)} = ${column(alias, 'id')}`;
-  if (name === 'phenomenonTime') {
-    return {
-      type: 'interval',
-      start: sql`(select min(${column(o, 'phenomenon_time_start')}) from ${observations})`,
-      end: sql`(select max(${column(o, 'phenomenon_time_end')}) from ${observations})`,
-    };
-  }
-  if (name === 'resultTime') {
-    return {
-      type: 'interval',
-      start: sql`(select min(${column(o, 'result_time')}) from ${observations})`,
-      end: sql`(select max(${column(o, 'result_time')}) from ${observations})`,
-    };
-  }
-  // observedArea: the convex hull of the features observed, which needs PostGIS.
-  if (!ctx.postgis) return { type: 'geometry', sql: sql`null::jsonb` };
-  // The distinct features are found by a skip scan of (datastream_id, feature_of_interest_id): one
-  // index probe per feature, not a pass over every Observation of the stream (a million of them
-  // observe a handful of features).
-  const f = freshAlias(ctx);
-  const seen = freshAlias(ctx);
-  const next = freshAlias(ctx);
-  const observationsTable = tableOf(ctx, ENTITIES.Observations);
-  const streamId = column(alias, 'id');
-  return {
-    type: 'geometry',
-    sql: sql`(with recursive ${sql.id(seen)}(id) as (
-        (select ${column(o, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(o)}
-          where ${column(o, streamColumn)} = ${streamId} order by 1 limit 1)
-        union all
-        select (select ${column(next, 'feature_of_interest_id')} from ${observationsTable} as ${sql.id(next)}
-                 where ${column(next, streamColumn)} = ${streamId} and ${column(next, 'feature_of_interest_id')} > ${column(seen, 'id')}
-                 order by 1 limit 1)
-          from ${sql.id(seen)} where ${column(seen, 'id')} is not null)
-      select st_asgeojson(st_convexhull(st_collect(st_geomfromgeojson(${column(f, 'feature')}::text))))::jsonb
-        from ${tableOf(ctx, ENTITIES.FeaturesOfInterest)} as ${sql.id(f)}
-       where ${column(f, 'id')} in (select ${column(seen, 'id')} from ${sql.id(seen)}))`,
-  };
 }
 
 /** Wraps a property of the row a to-one foreign key points at into a scalar subquery. */

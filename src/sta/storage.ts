@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
+import { provisionDerived } from './derived.js';
 import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, type EntityDef, type PropertyDef } from './model.js';
 
 /**
@@ -9,12 +10,11 @@ import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, type EntityDef, type PropertyDef
  * Cascades follow the standard: deleting a Thing deletes its Datastreams and HistoricalLocations,
  * a Datastream its Observations, a Sensor or ObservedProperty its Datastreams, a FeatureOfInterest
  * its Observations; a Thing or Sensor its MultiDatastreams, a MultiDatastream its Observations (an
- * ObservedProperty's MultiDatastreams go with it, see multi-datastream.ts). Datastream times are not stored: they are aggregated from the Observations at
- * read time (see resolver.ts), so no write can leave them stale.
+ * ObservedProperty's MultiDatastreams go with it, see multi-datastream.ts). A stream's derived
+ * properties (times, area) are columns of its row, kept by triggers on the Observations (derived.ts).
  */
 
 function columnsOf(property: PropertyDef): RawBuilder<unknown>[] {
-  if (property.derived) return [];
   const notNull = property.required ? sql` not null` : sql``;
   switch (property.kind) {
     case 'string':
@@ -109,6 +109,8 @@ export async function provisionStorage(trx: Database, schema: string): Promise<v
   await index('multi_datastreams_sensor', 'multi_datastreams', sql`sensor_id`);
   await index('multi_datastream_observed_properties_property', MULTI_DATASTREAM_PROPERTIES, sql`observed_property_id`);
   await index('multi_datastream_observed_properties_rank', MULTI_DATASTREAM_PROPERTIES, sql`multi_datastream_id, rank`);
+  // Last: the backfill of an upgraded schema and the triggers' recomputes use the indexes above.
+  await provisionDerived(trx, schema);
 }
 
 /**

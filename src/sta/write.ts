@@ -8,6 +8,7 @@ import { createEntity, linkToMany } from './deep-insert.js';
 import { deleteEmptiedHistoricalLocations, historicalLocationsOf } from './thing-locations.js';
 import { announceChanges, changedProperties, checkLinked, columnValues, recordChange, storedRow, updateRow, type Change, type WriteContext } from './write-sql.js';
 import { tableOf, type SqlContext } from './resolver.js';
+import { retriedOnConflict } from '../db/constraint-errors.js';
 import { getEntityJson } from './get.js';
 import type { ReadContext } from './read.js';
 import { selfLink } from './links.js';
@@ -41,9 +42,14 @@ export async function inTransaction<T>(deps: WriteDeps, work: (w: WriteContext) 
   const db = deps.read.db;
   // Inside a $batch atomicity group the batch owns the transaction, and its onChange holds what
   // it is told until that transaction commits.
+  // A write of several statements can deadlock with another on the streams its Observations lock
+  // (derived.ts): aborted by PostgreSQL with nothing committed, it runs again.
   const result = db.isTransaction
     ? await work({ trx: db, ctx, changes })
-    : await db.transaction().execute((trx) => work({ trx: trx as Database, ctx, changes }));
+    : await retriedOnConflict(() => db.transaction().execute((trx) => {
+      changes.length = 0;
+      return work({ trx: trx as Database, ctx, changes });
+    }));
   announceChanges(deps.onChange, changes);
   return result;
 }

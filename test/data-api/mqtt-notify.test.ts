@@ -9,6 +9,8 @@ import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicO
 import { createSensorChain, feature } from './mqtt-fixtures.js';
 import { decodeJwt } from 'jose';
 import { eventually } from '../faults/harness.js';
+import { compareDerived } from '../sta/derived-check.js';
+import { storageSchemaOf } from '../../src/modules/datasets/index.js';
 
 // SensorThings over MQTT: receiving updates (OGC 18-088 §14.2) and creating by publish (§14.3).
 for (const kind of databaseKinds()) {
@@ -91,6 +93,10 @@ for (const kind of databaseKinds()) {
       const viaSet = nextMessage(reader, inDatastream);
       await writer.publishAsync(topic('/Observations'), JSON.stringify({ result: 43, Datastream: { '@iot.id': chain.datastreamId }, FeatureOfInterest: feature('pole') }), { qos: 1 });
       assert.equal((await viaSet)['result'], 43);
+      // The Datastream's stored phenomenonTime and observedArea took in what MQTT created.
+      const derived = await compareDerived(t.ctx.db, storageSchemaOf(dataset.datasetId), t.ctx.postgis);
+      assert.deepEqual(derived.mismatches, []);
+      assert.ok(derived.observed > 0);
       // A message that is not an entity is dropped and the connection stays.
       await writer.publishAsync(inDatastream, 'not json', { qos: 1 });
       assert.ok(writer.connected);

@@ -10,8 +10,9 @@ import { waitFor } from './wait.js';
  * that ran one after the other). `table` must be one that every request reads or writes. On PGlite
  * (one session, every statement serialised) there is no race to force, and the requests just run
  * together. `atLeast` lowers the count where not every request can be caught inside the database.
+ * `table` may be `[schema, table]` for a table outside the search path (a dataset's SensorThings tables).
  */
-export async function raceInDatabase<R>(t: TestApp, table: string, requests: Array<() => Promise<R>>, options: { atLeast?: number } = {}): Promise<R[]> {
+export async function raceInDatabase<R>(t: TestApp, table: string | readonly [string, string], requests: Array<() => Promise<R>>, options: { atLeast?: number } = {}): Promise<R[]> {
   const wanted = options.atLeast ?? requests.length;
   if (!t.ctx.databaseUrl) return Promise.all(requests.map((request) => request()));
   // Callers are cached, and requests arriving together after an access change share one load of
@@ -22,7 +23,8 @@ export async function raceInDatabase<R>(t: TestApp, table: string, requests: Arr
   await locker.connect();
   try {
     await locker.query('begin');
-    await locker.query(`lock table ${pg.escapeIdentifier(table)} in access exclusive mode`);
+    const name = typeof table === 'string' ? pg.escapeIdentifier(table) : table.map((part) => pg.escapeIdentifier(part)).join('.');
+    await locker.query(`lock table ${name} in access exclusive mode`);
     const running = requests.map((request) => request());
     // Unhandled until awaited below: a request failing while we wait must not crash the process.
     for (const promise of running) promise.catch(() => undefined);
@@ -32,7 +34,7 @@ export async function raceInDatabase<R>(t: TestApp, table: string, requests: Arr
         `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`);
       waiting = rows[0]!.n;
       return waiting >= wanted;
-    }, { what: `${wanted} of the ${requests.length} requests to wait inside the database on the test's lock of ${table}`, timeoutMs: 10_000, last: () => `${waiting} waiting` });
+    }, { what: `${wanted} of the ${requests.length} requests to wait inside the database on the test's lock of ${String(table)}`, timeoutMs: 10_000, last: () => `${waiting} waiting` });
     await locker.query('commit');
     return await Promise.all(running);
   } finally {

@@ -16,6 +16,7 @@ import * as secretsKey from './0015_secrets_key.js';
 import * as pipelineRuntime from './0016_pipeline_runtime.js';
 import * as personalAccessTokens from './0017_personal_access_tokens.js';
 import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
+import * as staStoredStreamProperties from './0020_sta_stored_stream_properties.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0016_pipeline_runtime': pipelineRuntime,
   '0017_personal_access_tokens': personalAccessTokens,
   '0019_sta_multi_datastreams': staMultiDatastreams,
+  '0020_sta_stored_stream_properties': staStoredStreamProperties,
 };
