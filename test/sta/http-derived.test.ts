@@ -209,6 +209,31 @@ for (const kind of databaseKinds()) {
       await check('a Thing delete cascading through its Datastreams');
     });
 
+    test('two $batch groups writing the same two streams in opposite orders both commit (a deadlock is run again)', async () => {
+      const [first, second] = [await newStream('Batch order A'), await newStream('Batch order B')];
+      const group = (streams: number[], round: number) => ({
+        requests: streams.map((stream, i) => ({
+          id: `o${i}`, atomicityGroup: 'g', method: 'post', url: `Datastreams(${stream})/Observations`,
+          body: { result: round * 10 + i, phenomenonTime: at(30 + round, i) },
+        })),
+      });
+      for (let round = 0; round < 2; round++) {
+        // Each group locks its first stream, then asks for the other's: PostgreSQL aborts one after
+        // its deadlock timeout, and that group runs again instead of answering 500.
+        const answers = await raceInDatabase(t, [schema, 'datastreams'], [
+          () => sta.request('POST', '/$batch', group([first, second], round)),
+          () => sta.request('POST', '/$batch', group([second, first], round)),
+        ], { atLeast: 2 });
+        for (const answer of answers) {
+          assert.equal(answer.statusCode, 200, answer.body);
+          assert.deepEqual(answer.json().responses.map((r: Json) => r.status), [201, 201]);
+        }
+      }
+      const counts = await Promise.all([first, second].map(async (stream) => (await ok(sta.request('GET', `/Datastreams(${stream})/Observations?$count=true&$top=0`), 200))['@iot.count']));
+      assert.deepEqual(counts, [4, 4]);
+      await check('after the crossed batches');
+    });
+
     test('concurrent inserts, deletes and moves on the same streams lose no bound and never deadlock', async () => {
       const streamA = await newStream('Race A');
       const streamB = await newStream('Race B');
