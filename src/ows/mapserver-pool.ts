@@ -480,6 +480,8 @@ export class MapServerPool {
       w.jobs.splice(at, 1);
       if (flight.timer) clearTimeout(flight.timer);
       flight.conn.destroy();
+      // Refused, it carried no request: `connects` counts the connections that did.
+      w.connects -= 1;
       this.queue.done(flight.job);
       flight.job.connectAttempts += 1;
       this.queue.push(flight.job, true);
