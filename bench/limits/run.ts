@@ -19,7 +19,7 @@ import { assertServerRunning, cleanUpOnSignals, startServer, type ServerProcess 
 import { captureReads, installQueryCapture, type CapturedQuery } from '../sql-alone.js';
 import { openForAnonymousReads, releasedStaDataset, seedSta, emptyDatastream } from '../sta/setup.js';
 import { featureCount, loadFeatures, releasedOwsDataset, treeBatch, wfsGetFeature } from '../ows/setup.js';
-import { startNginxFront, type NginxFront } from '../ows/nginx.js';
+import { freePort, startNginxFront, type NginxFront } from '../ows/nginx.js';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
 import { NO_NETWORK } from '../../src/ows/ows-server.js';
 import { loadConfig } from '../../src/config.js';
@@ -27,11 +27,14 @@ import { createContext } from '../../src/runtime.js';
 import { buildApp } from '../../src/app.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { startSqlBaseline, type SqlBaseline } from './sql-baseline.js';
+import { startChildServer, type ChildServer } from './child-server.js';
+import type { FastCgiFrontSettings } from './fastcgi-front-server.js';
 import { measurePair, type Pair, type PairResult } from './pairs.js';
 import { measureCreateVsCopySafely, measureFanoutSafely, type Extra } from './extras.js';
 import { allVerdicts, renderResults, renderSummary, type LimitsReport } from './report.js';
 
 const root = REPO_ROOT;
+const FASTCGI_FRONT = join(REPO_ROOT, 'bench/limits/fastcgi-front-server.ts');
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 5);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 2);
@@ -68,11 +71,13 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 let server: ServerProcess | null = null;
 let sqlBaseline: SqlBaseline | null = null;
 let nginx: NginxFront | null = null;
+let nodeFront: ChildServer | null = null;
 let database: Awaited<ReturnType<typeof createDatabase>> | null = null;
 
 async function cleanUp(): Promise<void> {
   const steps: Array<[string, () => Promise<unknown>]> = [
     ['nginx', async () => { await nginx?.stop(); nginx = null; }],
+    ['the bare Node front', async () => { await nodeFront?.stop(); nodeFront = null; }],
     ['the SQL server', async () => { await sqlBaseline?.stop(); sqlBaseline = null; }],
     // The server stops its own MapServer pool on SIGTERM.
     ['the server', async () => { await server?.stop(); server = null; }],
@@ -250,15 +255,19 @@ async function main() {
   // 3b. nginx, a FastCGI connection per request, to the gateway's own MapServer workers.
   const sockets = readdirSync(MAP_DIR).filter((name) => /^mapserv-\d+\.sock$/.test(name)).sort().map((name) => join(MAP_DIR, name));
   if (sockets.length === 0) throw new Error(`no MapServer worker sockets in ${MAP_DIR}`);
-  nginx = await startNginxFront({
-    dir: join(WORK_DIR, 'nginx'), nginx: '/usr/sbin/nginx', nginxWorkers: NGINX_WORKERS, keepConn: false,
-    // What the gateway passes each request (src/ows/ows-server.ts): its config file, no network, the database.
-    env: { MAPSERVER_CONFIG_FILE: join(MAP_DIR, 'mapserver.conf'), ...NO_NETWORK, ...libpqEnvironmentOf(databaseUrl) },
-    maps: { closed: closed.alias, open: open.alias },
-  }, sockets);
+  // What the gateway passes each request (src/ows/ows-server.ts): its config file, no network, the database.
+  const fastCgiEnv = { MAPSERVER_CONFIG_FILE: join(MAP_DIR, 'mapserver.conf'), ...NO_NETWORK, ...libpqEnvironmentOf(databaseUrl) };
+  const maps = { closed: closed.alias, open: open.alias };
+  nginx = await startNginxFront({ dir: join(WORK_DIR, 'nginx'), nginx: '/usr/sbin/nginx', nginxWorkers: NGINX_WORKERS, keepConn: false, env: fastCgiEnv, maps }, sockets);
   say(`nginx on ${nginx.url} (pid ${nginx.nginxPid}) in front of the gateway's workers: ${sockets.join(', ')}`);
   const nginxWfs = `${nginx.url}/closed?${wfsGetFeature('trees', 100)}`;
   checks.push(await sameBody('WFS GetFeature COUNT=100: gateway (token, closed) and nginx (closed map)', { url: wfs(closed.base), headers: bearer(admin) }, { url: nginxWfs }));
+  // 3c. The floor of any Node front: node:http and a FastCGI connection per request to the same workers.
+  const frontSettings: FastCgiFrontSettings = { port: await freePort(), sockets, maps, env: fastCgiEnv };
+  nodeFront = await startChildServer(FASTCGI_FRONT, frontSettings, WORK_DIR, 'fastcgi-front', join(WORK_DIR, 'fastcgi-front.log'));
+  say(`bare Node front on ${nodeFront.url} (pid ${nodeFront.pid})`);
+  const nodeFrontWfs = `${nodeFront.url}/closed?${wfsGetFeature('trees', 100)}`;
+  checks.push(await sameBody('WFS GetFeature COUNT=100: bare Node front and nginx (closed map)', { url: nodeFrontWfs }, { url: nginxWfs }));
   checks.push(await sameBody('WFS GetFeature COUNT=100: gateway token on the closed, anonymous on the open dataset', { url: wfs(closed.base), headers: bearer(admin) }, { url: wfs(open.base) }));
 
   // 4. The pairs.
@@ -274,6 +283,9 @@ async function main() {
     staPair('sta-expand', '100 Datastreams, each with its latest Observation', expand),
     staPair('sta-filter', 'Things whose Datastreams have an Observation with result > 5', toMany),
     { name: 'WFS GetFeature 100: gateway (token) vs nginx (FastCGI conn. per request)', group: 'gateway vs nginx', compare: 'throughput', pauseMs: 1_500, subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'nginx, the same workers, closed map', url: nginxWfs } },
+    // Informational: what nginx's place costs when Node takes it with nothing of the gateway's own work.
+    { name: 'WFS GetFeature 100: bare node:http FastCGI front vs nginx (the floor of a Node front)', group: 'gateway vs nginx', compare: 'throughput', pauseMs: 1_500, informational: true, subject: { label: 'node:http + FastCGI per request, no auth, no log', url: nodeFrontWfs }, baseline: { label: 'nginx, the same workers, closed map', url: nginxWfs } },
+    { name: 'WFS GetFeature 100: gateway (token) vs the bare Node front', group: 'gateway vs nginx', compare: 'throughput', pauseMs: 1_500, informational: true, subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'node:http + FastCGI per request, no auth, no log', url: nodeFrontWfs } },
     { name: 'WFS GetFeature 100: token (closed) vs anonymous (open)', group: 'authenticated vs anonymous', compare: 'throughput', subject: { label: 'gateway, token, closed dataset', url: wfs(closed.base), headers: bearer(admin) }, baseline: { label: 'gateway, anonymous, open dataset', url: wfs(open.base) } },
   ];
   const options = { connections: CONNECTIONS, rounds: ROUNDS, seconds: SECONDS, warmupSeconds: WARMUP, check: checkServer, say };
@@ -293,6 +305,8 @@ async function main() {
   const nginxConfig = nginx.config;
   await nginx.stop();
   nginx = null;
+  await nodeFront.stop();
+  nodeFront = null;
   const extras: Extra[] = [];
   say('MQTT fan-out');
   extras.push(await measureFanoutSafely({ dataApiUrl: DATA_API, mqttUrl: `mqtt://127.0.0.1:${PORTS.mqtt}`, token: admin, staBase: sta.base, datastreamId: fanoutDatastream, rounds: ROUNDS }));
