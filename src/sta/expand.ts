@@ -4,7 +4,7 @@ import { StaQueryError } from './query/errors.js';
 import { ENTITIES, navigationOf, type EntityDef, type NavigationDef } from './model.js';
 import { column, freshAlias, relatedRows, tableOf } from './resolver.js';
 import { orderOf, pageOf, whereOf, type ReadContext } from './read.js';
-import { rowForeignKey, rowId, selectionOf, selectList, serializeEntity, type Row } from './serialize.js';
+import { entityMembersWriter, rowForeignKey, rowId, selectionOf, selectList, serializeEntity, type Row, type Selection } from './serialize.js';
 import { navigationLink } from './links.js';
 import { optionsQuery } from './unparse.js';
 
@@ -14,11 +14,71 @@ import { optionsQuery } from './unparse.js';
  * children on its own, in one lateral subquery per parent row of that single query.
  */
 
-/** An entity on its way out: its row (for ids and keys) and the JSON being built. */
+/** What an expansion adds to an entity: its children, its one child (or null), a count or a next link. */
+type Expanded = Shaped[] | Shaped | null | number | string;
+
+/**
+ * An entity on its way out: its row (for ids and keys), how its own members are written, and the
+ * members its expansions add, in the order they are added. The answer is written from it once the
+ * whole tree is read: as an object, or (for a caller that sends it on as it is) as JSON text.
+ */
 export interface Shaped {
   row: Row;
-  json: Record<string, unknown>;
+  own: EntityWriter;
+  expanded: Array<[name: string, value: Expanded]>;
 }
+
+/** An entity's own members (`@iot.id`, its self link, its properties, its navigation links). */
+export interface EntityWriter {
+  object(row: Row): Record<string, unknown>;
+  /** The same as JSON text without its braces: byte for byte the members `JSON.stringify` writes of `object(row)`. */
+  members(row: Row): string;
+}
+
+/** One writer per entity set and selection, for all the rows of a page or an expansion. */
+export function entityWriter(baseUrl: string, entity: EntityDef, selection: Selection): EntityWriter {
+  let members: ((row: Row) => string) | undefined;
+  return {
+    object: (row) => serializeEntity(baseUrl, entity, row, selection),
+    members: (row) => (members ??= entityMembersWriter(baseUrl, entity, selection))(row),
+  };
+}
+
+export const shapedOf = (row: Row, own: EntityWriter): Shaped => ({ row, own, expanded: [] });
+
+/** The entity as an object: its own members, then its expansions' (a child shared by several parents is written under each). */
+export function shapedJson(shaped: Shaped): Record<string, unknown> {
+  const out = shaped.own.object(shaped.row);
+  for (const [name, value] of shaped.expanded) out[name] = Array.isArray(value) ? value.map(shapedJson) : isShaped(value) ? shapedJson(value) : value;
+  return out;
+}
+
+/**
+ * `shapedJson` as JSON text, written without the objects: an `$expand` of 100 Datastreams with
+ * their latest Observation is 214 KB, and building its objects for `JSON.stringify` to walk them
+ * again was a fifth of the gateway's work on it (profile: JSON.stringify 14%, serializeEntity 7%).
+ */
+export function shapedText(shaped: Shaped): string {
+  // Its own members, then each expansion's.
+  let text = `{${shaped.own.members(shaped.row)}`;
+  let comma = text.length > 1;
+  for (const [name, value] of shaped.expanded) {
+    text += `${comma ? ',' : ''}${JSON.stringify(name)}:${expandedText(value)}`;
+    comma = true;
+  }
+  return `${text}}`;
+}
+
+function expandedText(value: Expanded): string {
+  if (Array.isArray(value)) {
+    let text = '[';
+    value.forEach((child, i) => { text += (i === 0 ? '' : ',') + shapedText(child); });
+    return `${text}]`;
+  }
+  return isShaped(value) ? shapedText(value) : JSON.stringify(value);
+}
+
+const isShaped = (value: Expanded): value is Shaped => value !== null && typeof value === 'object';
 
 /** `Datastreams/Observations` is `Datastreams($expand=Observations)`: one entry per first navigation. */
 function groupByNavigation(entity: EntityDef, items: ExpandItem[]): Map<NavigationDef, QueryOptions> {
@@ -46,8 +106,8 @@ export async function expandAll(ctx: ReadContext, baseUrl: string, entity: Entit
 }
 
 function shape(baseUrl: string, target: EntityDef, options: QueryOptions, rows: Row[]): Shaped[] {
-  const selection = selectionOf(target, options.select);
-  return rows.map((row) => ({ row, json: serializeEntity(baseUrl, target, row, selection) }));
+  const own = entityWriter(baseUrl, target, selectionOf(target, options.select));
+  return rows.map((row) => shapedOf(row, own));
 }
 
 async function expandToOne(ctx: ReadContext, baseUrl: string, nav: NavigationDef, options: QueryOptions, parents: Shaped[]) {
@@ -63,7 +123,7 @@ async function expandToOne(ctx: ReadContext, baseUrl: string, nav: NavigationDef
   const byId = new Map(children.map((c) => [rowId(c.row), c]));
   for (const parent of parents) {
     const id = rowForeignKey(parent.row, fk);
-    parent.json[nav.name] = id === null ? null : (byId.get(id)?.json ?? null);
+    parent.expanded.push([nav.name, id === null ? null : (byId.get(id) ?? null)]);
   }
   await expandAll(ctx, baseUrl, target, children, options.expand);
 }
@@ -100,18 +160,17 @@ async function expandToMany(ctx: ReadContext, baseUrl: string, entity: EntityDef
     else byParent.set(parent, [row]);
   }
   const emptyPages = await countChildren(ctx, nav, ids.filter((id) => !byParent.has(id)), options);
+  // Every parent's next page starts at the same place: its query is written once.
+  const nextPage = page.top > 0 ? optionsQuery({ ...options, top: page.top, skip: page.skip + page.top }) : '';
   const allChildren: Shaped[] = [];
   for (const parent of parents) {
     const id = rowId(parent.row);
     const mine = byParent.get(id) ?? [];
     const children = shape(baseUrl, target, options, mine.slice(0, page.top));
     allChildren.push(...children);
-    if (options.count) parent.json[`${nav.name}@iot.count`] = mine[0] ? Number(mine[0]['__count']) : (emptyPages.get(id) ?? 0);
-    parent.json[nav.name] = children.map((c) => c.json);
-    if (page.top > 0 && mine.length > page.top) {
-      const next = optionsQuery({ ...options, top: page.top, skip: page.skip + page.top });
-      parent.json[`${nav.name}@iot.nextLink`] = `${navigationLink(baseUrl, entity, id, nav.name)}?${next}`;
-    }
+    if (options.count) parent.expanded.push([`${nav.name}@iot.count`, mine[0] ? Number(mine[0]['__count']) : (emptyPages.get(id) ?? 0)]);
+    parent.expanded.push([nav.name, children]);
+    if (page.top > 0 && mine.length > page.top) parent.expanded.push([`${nav.name}@iot.nextLink`, `${navigationLink(baseUrl, entity, id, nav.name)}?${nextPage}`]);
   }
   await expandAll(ctx, baseUrl, target, allChildren, options.expand);
 }

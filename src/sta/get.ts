@@ -3,8 +3,8 @@ import type { QueryOptions } from './query/ast.js';
 import { StaQueryError } from './query/errors.js';
 import { ENTITY_SETS, ENTITIES, type EntityDef } from './model.js';
 import { readCollection, readEntity, type ReadContext } from './read.js';
-import { expandAll, type Shaped } from './expand.js';
-import { entityTextWriter, propertyValue, rowId, selectionOf, serializeEntity, type Selection } from './serialize.js';
+import { entityWriter, expandAll, shapedJson, shapedOf, shapedText, type Shaped } from './expand.js';
+import { propertyValue, rowId, selectionOf } from './serialize.js';
 import { nextLinkFromQuery, selfLink } from './links.js';
 import { parentMissing, rankOf, scopeOf, type Target } from './target.js';
 import { dataArrayAnswer } from './data-array.js';
@@ -84,31 +84,29 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
     const missing = await parentMissing(ctx.db, ctx, target);
     if (missing) throw missing;
   }
-  if (request.answerAsText && !target.ref && !options.expand?.length) return collectionAsText(request, target.entity, selection, result);
-  const shaped: Shaped[] = result.rows.map((row) => ({
-    row,
-    json: target.ref ? { '@iot.selfLink': selfLink(request.baseUrl, target.entity, rowId(row)) } : serializeEntity(request.baseUrl, target.entity, row, selection),
-  }));
-  if (!target.ref) await expandAll(ctx, request.baseUrl, target.entity, shaped, options.expand);
+  const own = entityWriter(request.baseUrl, target.entity, selection);
+  const shaped = target.ref ? null : result.rows.map((row) => shapedOf(row, own));
+  if (shaped) await expandAll(ctx, request.baseUrl, target.entity, shaped, options.expand);
+  const nextLink = result.more ? nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top) : undefined;
+  if (request.answerAsText && shaped) return collectionAsText(result.count, shaped, nextLink);
   const body: Record<string, unknown> = {};
   if (result.count !== undefined) body['@iot.count'] = result.count;
-  body['value'] = shaped.map((s) => s.json);
-  if (result.more) body['@iot.nextLink'] = nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top);
+  body['value'] = shaped ? shaped.map(shapedJson) : result.rows.map((row) => ({ '@iot.selfLink': selfLink(request.baseUrl, target.entity, rowId(row)) }));
+  if (nextLink !== undefined) body['@iot.nextLink'] = nextLink;
   return { status: 200, body };
 }
 
 /**
- * A page without expansions as JSON text, for a caller that sends it on as it is: the members of
- * the object `getTarget` builds, in its order (`@iot.count`, `value`, `@iot.nextLink`).
+ * A page as JSON text, for a caller that sends it on as it is: the members of the object
+ * `getTarget` builds, in its order (`@iot.count`, `value`, `@iot.nextLink`).
  */
-function collectionAsText(request: GetRequest, entity: EntityDef, selection: Selection, result: Awaited<ReturnType<typeof readCollection>>): StaResponse {
-  const write = entityTextWriter(request.baseUrl, entity, selection);
+function collectionAsText(count: number | undefined, shaped: Shaped[], nextLink: string | undefined): StaResponse {
   let text = '{';
-  if (result.count !== undefined) text += `"@iot.count":${JSON.stringify(result.count)},`;
+  if (count !== undefined) text += `"@iot.count":${JSON.stringify(count)},`;
   text += '"value":[';
-  result.rows.forEach((row, i) => { text += (i === 0 ? '' : ',') + write(row); });
+  shaped.forEach((entity, i) => { text += (i === 0 ? '' : ',') + shapedText(entity); });
   text += ']';
-  if (result.more) text += `,"@iot.nextLink":${JSON.stringify(nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top))}`;
+  if (nextLink !== undefined) text += `,"@iot.nextLink":${JSON.stringify(nextLink)}`;
   return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: text + '}' };
 }
 
@@ -118,9 +116,9 @@ export async function getEntityJson(ctx: ReadContext, baseUrl: string, entity: E
   const selection = selectionOf(entity, options.select);
   const row = await readEntity(ctx, entity, id, selection.properties);
   if (!row) throw new AppError('NOT_FOUND', `${entity.singular} ${id} does not exist`);
-  const shaped: Shaped = { row, json: serializeEntity(baseUrl, entity, row, selection) };
+  const shaped = shapedOf(row, entityWriter(baseUrl, entity, selection));
   await expandAll(ctx, baseUrl, entity, [shaped], options.expand);
-  return shaped.json;
+  return shapedJson(shaped);
 }
 
 async function getProperty(ctx: ReadContext, target: Extract<Target, { kind: 'property' }>): Promise<StaResponse> {

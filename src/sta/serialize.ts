@@ -102,6 +102,16 @@ export function serializeEntity(baseUrl: string, entity: EntityDef, row: Row, se
  * keys made once per page).
  */
 export function entityTextWriter(baseUrl: string, entity: EntityDef, selection: Selection): (row: Row) => string {
+  const members = entityMembersWriter(baseUrl, entity, selection);
+  return (row) => `{${members(row)}}`;
+}
+
+/**
+ * The members of `entityTextWriter`'s object without its braces (empty when the selection shows
+ * none), for a writer that adds members after them: cutting the brace off a written entity would
+ * copy it (a string built with `+=` is flattened by `slice`).
+ */
+export function entityMembersWriter(baseUrl: string, entity: EntityDef, selection: Selection): (row: Row) => string {
   // Links differ only by the id: their text around it is escaped once.
   const linkAround = (after: string) => {
     const text = JSON.stringify(`${baseUrl}/${entity.set}(\u0000)${after}`);
@@ -119,11 +129,11 @@ export function entityTextWriter(baseUrl: string, entity: EntityDef, selection: 
     .map((nav, i) => ({ key: `${i === 0 && !first && properties.length === 0 ? '' : ','}${JSON.stringify(`${nav.name}@iot.navigationLink`)}:`, link: linkAround(`/${nav.name}`) }));
   return (row) => {
     const id = rowId(row);
-    let text = '{';
+    let text = '';
     if (first) text += first[0] + id + first[1] + id + first[2];
     for (const { key, value } of properties) text += key + jsonText(value(row));
     for (const { key, link } of navigations) text += key + link[0] + id + link[1];
-    return text + '}';
+    return text;
   };
 }
 

@@ -47,6 +47,39 @@ describe('access version at commit (postgres)', { skip: !process.env['TEST_DATAB
     expectProblem(await read(), 404, 'NOT_FOUND');
   });
 
+  test('under a stream of concurrent requests, every request sent after a revocation committed is refused', async () => {
+    // Requests arriving together share one version read (src/access/caller-cache.ts): one sent
+    // before the commit must never serve a request that arrived after it.
+    const email = uniqueEmail('revoked-under-load');
+    const reader = await grant(t, email, ['DATASET_PAYLOAD_READ'], { scopeType: 'DATASET', scopeId: closed.datasetId });
+    const read = () => closed.request('GET', '', undefined, bearer(reader));
+    assert.equal((await read()).statusCode, 200);
+    const answers: Array<{ sentAt: number; status: number }> = [];
+    let committedAt = Number.POSITIVE_INFINITY;
+    let stopAt = Number.POSITIVE_INFINITY;
+    const client = async () => {
+      while (performance.now() < stopAt) {
+        const sentAt = performance.now();
+        answers.push({ sentAt, status: (await read()).statusCode });
+      }
+    };
+    const clients = Array.from({ length: 8 }, client);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await session.query(
+      `delete from assignments where scope_id = $1 and group_id in (
+         select gm.group_id from group_members gm join users u on u.id = gm.user_id where u.email = $2)`,
+      [closed.datasetId, email]);
+    committedAt = performance.now();
+    stopAt = committedAt + 300;
+    await Promise.all(clients);
+
+    const before = answers.filter((answer) => answer.sentAt < committedAt);
+    const afterCommit = answers.filter((answer) => answer.sentAt > committedAt);
+    assert.ok(before.some((answer) => answer.status === 200), 'the grant served requests before its revocation');
+    assert.ok(afterCommit.length >= 8, `${afterCommit.length} requests after the commit`);
+    assert.deepEqual([...new Set(afterCommit.map((answer) => answer.status))], [404]);
+  });
+
   test('one transaction touching many rows moves the version by one; a rolled-back one not at all', async () => {
     const start = BigInt(await versionNow());
     await session.query('begin');

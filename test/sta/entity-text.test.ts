@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ENTITIES, ENTITY_SETS } from '../../src/sta/model.js';
-import { entityTextWriter, selectionOf, serializeEntity, type Row } from '../../src/sta/serialize.js';
+import { entityTextWriter, selectionOf, serializeEntity, type Row, type Selection } from '../../src/sta/serialize.js';
+import { entityWriter, shapedJson, shapedOf, shapedText, type Shaped } from '../../src/sta/expand.js';
 
 // The gateway's pages are written as text (entityTextWriter) where $batch, MQTT and expansions
 // build objects (serializeEntity): both must give the same bytes for any row and any $select.
@@ -29,5 +30,41 @@ describe('an entity as JSON text', () => {
         });
         assert.equal(entityTextWriter(base, entity, selection)(row), JSON.stringify(serializeEntity(base, entity, row, selection)));
       }), { numRuns: 500 });
+  });
+
+  it('with its expansions (children, a child or null, counts, next links, nested, shared), is JSON.stringify of shapedJson', () => {
+    const base = 'http://127.0.0.1:8081/v1/datasets/2f0c/sensors';
+    // Own members: the whole entity, a $select, or none at all (`{}` before the expansions).
+    const none: Selection = { id: false, properties: [], navigations: new Set() };
+    const writers = [
+      entityWriter(base, ENTITIES.Datastreams, selectionOf(ENTITIES.Datastreams, undefined)),
+      entityWriter(base, ENTITIES.Observations, selectionOf(ENTITIES.Observations, ['id', 'result'])),
+      entityWriter(base, ENTITIES.Things, none),
+    ];
+    const row = (id: number): Row => ({ __id: String(id), name: `n"${id}`, result: id / 3, unitOfMeasurement: { symbol: '°C' }, phenomenonTime__start: '2026-01-01T00:00:00.000Z', phenomenonTime__end: null });
+    const tree = fc.letrec<{ node: Shaped }>((tie) => ({
+      node: fc.record({
+        id: fc.integer({ min: 1, max: 1000 }),
+        writer: fc.constantFrom(...writers),
+        expanded: fc.array(fc.tuple(
+          fc.constantFrom('Observations', 'Datastream', 'Observations@iot.count', 'Observations@iot.nextLink', 'Ünï"\\'),
+          fc.oneof({ depthSize: 'small', withCrossShrink: true },
+            fc.constant(null), fc.nat(), fc.string(), tie('node'), fc.array(tie('node'), { maxLength: 3 })),
+        ), { maxLength: 3 }),
+      }).map(({ id, writer, expanded }) => {
+        const shaped = shapedOf(row(id), writer);
+        // Distinct names, as expansions give them.
+        const seen = new Set<string>();
+        for (const [name, value] of expanded) if (!seen.has(name)) { seen.add(name); shaped.expanded.push([name, value as Shaped]); }
+        return shaped;
+      }),
+    }));
+    fc.assert(fc.property(tree.node, (shaped) => {
+      // One child under two parents, as a to-one expansion shares it.
+      const parent = shapedOf(row(1), writers[0]!);
+      parent.expanded.push(['Datastream', shaped], ['Observations', [shaped, shaped]]);
+      assert.equal(shapedText(parent), JSON.stringify(shapedJson(parent)));
+      assert.equal(shapedText(shaped), JSON.stringify(shapedJson(shaped)));
+    }), { numRuns: 300 });
   });
 });
