@@ -4,7 +4,8 @@ import { StaQueryError } from './query/errors.js';
 import { ENTITIES, navigationOf, type EntityDef, type NavigationDef } from './model.js';
 import { column, freshAlias, relatedRows, tableOf } from './resolver.js';
 import { orderOf, pageOf, whereOf, type ReadContext } from './read.js';
-import { entityMembersWriter, rowForeignKey, rowId, selectionOf, selectList, serializeEntity, type Row, type Selection } from './serialize.js';
+import { rowForeignKey, rowId, selectionOf, selectList, type Row } from './serialize.js';
+import { entityWriter, shapedOf, type Shaped } from './shaped.js';
 import { navigationLink } from './links.js';
 import { optionsQuery } from './unparse.js';
 
@@ -13,72 +14,6 @@ import { optionsQuery } from './unparse.js';
  * rows of its level together, never one per parent. A to-many expansion pages each parent's
  * children on its own, in one lateral subquery per parent row of that single query.
  */
-
-/** What an expansion adds to an entity: its children, its one child (or null), a count or a next link. */
-type Expanded = Shaped[] | Shaped | null | number | string;
-
-/**
- * An entity on its way out: its row (for ids and keys), how its own members are written, and the
- * members its expansions add, in the order they are added. The answer is written from it once the
- * whole tree is read: as an object, or (for a caller that sends it on as it is) as JSON text.
- */
-export interface Shaped {
-  row: Row;
-  own: EntityWriter;
-  expanded: Array<[name: string, value: Expanded]>;
-}
-
-/** An entity's own members (`@iot.id`, its self link, its properties, its navigation links). */
-export interface EntityWriter {
-  object(row: Row): Record<string, unknown>;
-  /** The same as JSON text without its braces: byte for byte the members `JSON.stringify` writes of `object(row)`. */
-  members(row: Row): string;
-}
-
-/** One writer per entity set and selection, for all the rows of a page or an expansion. */
-export function entityWriter(baseUrl: string, entity: EntityDef, selection: Selection): EntityWriter {
-  let members: ((row: Row) => string) | undefined;
-  return {
-    object: (row) => serializeEntity(baseUrl, entity, row, selection),
-    members: (row) => (members ??= entityMembersWriter(baseUrl, entity, selection))(row),
-  };
-}
-
-export const shapedOf = (row: Row, own: EntityWriter): Shaped => ({ row, own, expanded: [] });
-
-/** The entity as an object: its own members, then its expansions' (a child shared by several parents is written under each). */
-export function shapedJson(shaped: Shaped): Record<string, unknown> {
-  const out = shaped.own.object(shaped.row);
-  for (const [name, value] of shaped.expanded) out[name] = Array.isArray(value) ? value.map(shapedJson) : isShaped(value) ? shapedJson(value) : value;
-  return out;
-}
-
-/**
- * `shapedJson` as JSON text, written without the objects: an `$expand` of 100 Datastreams with
- * their latest Observation is 214 KB, and building its objects for `JSON.stringify` to walk them
- * again was a fifth of the gateway's work on it (profile: JSON.stringify 14%, serializeEntity 7%).
- */
-export function shapedText(shaped: Shaped): string {
-  // Its own members, then each expansion's.
-  let text = `{${shaped.own.members(shaped.row)}`;
-  let comma = text.length > 1;
-  for (const [name, value] of shaped.expanded) {
-    text += `${comma ? ',' : ''}${JSON.stringify(name)}:${expandedText(value)}`;
-    comma = true;
-  }
-  return `${text}}`;
-}
-
-function expandedText(value: Expanded): string {
-  if (Array.isArray(value)) {
-    let text = '[';
-    value.forEach((child, i) => { text += (i === 0 ? '' : ',') + shapedText(child); });
-    return `${text}]`;
-  }
-  return isShaped(value) ? shapedText(value) : JSON.stringify(value);
-}
-
-const isShaped = (value: Expanded): value is Shaped => value !== null && typeof value === 'object';
 
 /** `Datastreams/Observations` is `Datastreams($expand=Observations)`: one entry per first navigation. */
 function groupByNavigation(entity: EntityDef, items: ExpandItem[]): Map<NavigationDef, QueryOptions> {

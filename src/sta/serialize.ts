@@ -92,24 +92,16 @@ export function serializeEntity(baseUrl: string, entity: EntityDef, row: Row, se
 }
 
 /**
- * The JSON text of `serializeEntity`'s object, written straight from the row: the gateway sends a
- * page of Observations on as text, and building a hundred objects only for `JSON.stringify` to walk
- * them again was a fifth of the process's work on SensorThings' most common read. The same members
- * in the same order; every value as `JSON.stringify` writes it, so the text is byte for byte the same.
- * Pieces are appended with `+=` (V8 keeps them as a rope, copied once when the answer is encoded):
- * joining arrays of pieces per row, then the rows, copied every byte twice more (measured with the
- * encode: 280 µs a page of 100 Observations with their links, 181 µs so, with each property's row
- * keys made once per page).
- */
-export function entityTextWriter(baseUrl: string, entity: EntityDef, selection: Selection): (row: Row) => string {
-  const members = entityMembersWriter(baseUrl, entity, selection);
-  return (row) => `{${members(row)}}`;
-}
-
-/**
- * The members of `entityTextWriter`'s object without its braces (empty when the selection shows
- * none), for a writer that adds members after them: cutting the brace off a written entity would
- * copy it (a string built with `+=` is flattened by `slice`).
+ * The members of `serializeEntity`'s object as JSON text, without its braces (empty when the
+ * selection shows none), written straight from the row: the gateway sends pages on as text, and
+ * building a hundred objects only for `JSON.stringify` to walk them again was a fifth of the
+ * process's work on SensorThings' most common read. The same members in the same order; every
+ * value as `JSON.stringify` writes it, so the text is byte for byte the same. Without braces so
+ * that a writer can add members after them (expansions): cutting the brace off a written entity
+ * would copy it. Pieces are appended with `+=` (V8 keeps them as a rope, copied once when the
+ * answer is encoded): joining arrays of pieces per row, then the rows, copied every byte twice
+ * more (measured with the encode: 280 µs a page of 100 Observations with their links, 181 µs so,
+ * with each property's row keys made once per page).
  */
 export function entityMembersWriter(baseUrl: string, entity: EntityDef, selection: Selection): (row: Row) => string {
   // Links differ only by the id: their text around it is escaped once.
