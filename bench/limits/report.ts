@@ -12,6 +12,8 @@ export interface LimitsReport {
   loadBefore: string;
   loadAtPairs: string;
   loadAfter: string;
+  /** Percent of the machine's CPU time the hypervisor gave other guests while the pairs ran (/proc/stat's steal). */
+  stolenAtPairs: string;
   seed: string[];
   pairs: PairResult[];
   /** Scenario name → the statements its SQL baseline runs. */
@@ -44,7 +46,7 @@ export function allVerdicts(r: LimitsReport): Verdict[] {
 /** The block of bench/README.md: one line of settings, the table of verdicts, the extra measurements' own summaries. */
 export function renderSummary(r: LimitsReport): string {
   const lines: string[] = [];
-  lines.push(`Run ${r.date} on ${r.machine}; Node ${r.node}; ${r.postgres}; ${r.settings['rounds']} rounds of ${r.settings['seconds per run']} s per side and connection count; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; ${(r.seconds / 60).toFixed(1)} min in all. Raw runs: bench/results-limits.md.`);
+  lines.push(`Run ${r.date} on ${r.machine}; Node ${r.node}; ${r.postgres}; ${r.settings['rounds']} rounds of ${r.settings['seconds per run']} s per side and connection count; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; CPU time stolen by the hypervisor during the pairs: ${r.stolenAtPairs}%; ${(r.seconds / 60).toFixed(1)} min in all. Raw runs: bench/results-limits.md.`);
   lines.push('');
   lines.push('| pair | conn. | measure | subject median | baseline median | ratio median (min–max) | target | |');
   lines.push('|---|---:|---|---:|---:|---:|---|---|');
@@ -66,7 +68,7 @@ const runCells = (run: Run) => `${run.perSecond.toFixed(0)} | ${f(run.p50Ms)} | 
 export function renderResults(r: LimitsReport): string {
   const lines: string[] = ['# Speed limits: raw results', '', 'Written by `npm run bench` (bench/limits/run.ts); the summary is in bench/README.md ("Speed limits").', ''];
   lines.push(`## Run ${r.date}`, '');
-  lines.push(`${r.machine}; Node ${r.node}; ${r.postgres}; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; ${(r.seconds / 60).toFixed(1)} min in all.`, '');
+  lines.push(`${r.machine}; Node ${r.node}; ${r.postgres}; load average (1 min) before / at the pairs / after: ${r.loadBefore} / ${r.loadAtPairs} / ${r.loadAfter}; CPU time stolen by the hypervisor during the pairs: ${r.stolenAtPairs}%; ${(r.seconds / 60).toFixed(1)} min in all.`, '');
   lines.push('### Settings', '');
   for (const [name, value] of Object.entries(r.settings)) lines.push(`- ${name}: ${value}`);
   lines.push('', '### Seed', '');

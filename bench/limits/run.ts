@@ -61,6 +61,14 @@ const logFile = join(WORK_DIR, 'server.log');
 
 const say = (message: string) => console.log(`[bench] ${message}`);
 const load1 = () => loadavg()[0]!.toFixed(1);
+/** The machine's CPU time so far (/proc/stat, all CPUs, in ticks): in all, and stolen by the hypervisor for other guests. */
+function cpuTicks(): { total: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+  return { total: fields.slice(0, 8).reduce((sum, n) => sum + n, 0), steal: fields[7] ?? 0 };
+}
+const stolenPercent = (from: { total: number; steal: number }, to: { total: number; steal: number }) =>
+  to.total > from.total ? (100 * (to.steal - from.steal) / (to.total - from.total)).toFixed(1) : '–';
 // The fan-out's 1,000 subscribers all come from 127.0.0.1, where a city's come from as many
 // addresses: the per-address cap (default 1,000) is raised past them; every other setting is the default.
 const env = (extra: Record<string, string>) => serverEnvironment(PORTS, LOG_LEVEL, { MQTT_PORT: String(PORTS.mqtt), OWS_MAP_DIR: MAP_DIR, MQTT_MAX_CONNECTIONS_PER_ADDRESS: '1100', ...extra });
@@ -290,9 +298,11 @@ async function main() {
   ];
   const options = { connections: CONNECTIONS, rounds: ROUNDS, seconds: SECONDS, warmupSeconds: WARMUP, check: checkServer, say };
   const loadAtPairs = load1();
+  const ticksAtPairs = cpuTicks();
   const results: PairResult[] = [];
   for (const pair of pairs) results.push(await measurePair(pair, options));
 
+  const stolenAtPairs = stolenPercent(ticksAtPairs, cpuTicks());
   // Last: the STA dataset opened for anonymous reads (the reads against its SQL above ran on it closed).
   await openForAnonymousReads(API, admin, sta, latest);
   checks.push(await sameBody('STA latest 100: token and anonymous on the opened dataset', { url: sta.base + latest, headers: bearer(admin) }, { url: sta.base + latest }));
@@ -328,7 +338,7 @@ async function main() {
       connections: CONNECTIONS.join(', '), 'server': '`node dist/server.js all`', LOG_LEVEL, 'OWS_WORKERS': 'default', 'SQL server pool': String(poolSize),
       'nginx worker_processes': NGINX_WORKERS, 'MapServer workers shared with nginx': String(sockets.length),
     },
-    loadBefore, loadAtPairs, loadAfter: load1(),
+    loadBefore, loadAtPairs, loadAfter: load1(), stolenAtPairs,
     seed: seedLines, pairs: results, statements, checks, nginxConfig,
     extras, seconds: (performance.now() - startedAt) / 1000,
   };
