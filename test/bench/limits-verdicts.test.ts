@@ -52,4 +52,18 @@ describe('bench/limits verdicts', () => {
     const [v] = verdicts(result);
     assert.deepEqual([v!.median, v!.min, v!.max, v!.subjectMedian, v!.met], [0.9, 0.8, 1, 90, false]);
   });
+
+  it('an informational pair (the floor of a Node front) shows its ratio and spread, held to no target', () => {
+    const result: PairResult = {
+      pair: { name: 'floor', group: 'gateway vs nginx', compare: 'throughput', informational: true, subject: side, baseline: side },
+      runs: [
+        { round: 1, connections: 8, first: 'subject', subject: run(8, 90, 1, 1), baseline: run(8, 100, 1, 1) },
+        { round: 2, connections: 8, first: 'baseline', subject: run(8, 50, 1, 1), baseline: run(8, 100, 1, 1) },
+        { round: 3, connections: 8, first: 'subject', subject: run(8, 100, 1, 1), baseline: run(8, 100, 1, 1) },
+      ],
+    };
+    const [v] = verdicts(result);
+    assert.deepEqual([v!.measure, v!.median, v!.min, v!.max, v!.target, v!.met], ['req/s', 0.9, 0.5, 1, null, null]);
+  });
 });
+
