@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
-import { accessVersion } from '../db/sequence-version.js';
+import { AccessVersionClock } from './access-version-clock.js';
 import { loadCaller, type Caller, type CallerIdentity } from './caller.js';
 import { findPersonalAccessToken, LastUseRecorder, loadTokenCaller, type PersonalAccessToken } from './credentials.js';
 
@@ -10,12 +10,14 @@ type Identity = CallerIdentity;
 export interface TokenCaller { token: PersonalAccessToken; caller: Caller }
 
 /**
- * Callers by identity, valid while the access version (migrations 0013, 0014) stands still: a request
- * costs one read of a counter instead of the grants query, and any change to users, memberships,
- * groups, assignments or role permissions, committed by any process, makes the next request load
- * afresh. One per process (the context's), shared by the management API and the data API: the same
- * clients call again and again, and the grants query was most of a management read's own work.
- * Cached callers are shared between requests and never changed.
+ * Callers by identity, valid while the access version (migrations 0013, 0014) stands still: any
+ * change to users, memberships, groups, assignments or role permissions moves it when it commits,
+ * and the next request under the new version loads afresh. The version is known as the
+ * AccessVersionClock knows it: a change committed by this process is seen by its very next
+ * request, one committed by another process within VERSION_FRESH_MS (not a read per request). One per
+ * process (the context's), shared by the management API and the data API: the same clients call
+ * again and again, and the grants query was most of a management read's own work. Cached callers
+ * are shared between requests and never changed.
  */
 export class CallerCache {
   private readonly entries: LRUCache<string, { version: string; caller: Caller }>;
@@ -24,13 +26,16 @@ export class CallerCache {
    * changing its user's rights) moves it, so that a deleted token is refused on the next request.
    */
   private readonly tokens: LRUCache<string, { version: string; found: TokenCaller }>;
-  private nextVersionRead: Promise<string> | null = null;
   /** Loads under way, by key and version: requests of one identity arriving together share one grants query. */
   private readonly loading = new Map<string, Promise<Caller>>();
   private readonly loadingTokens = new Map<string, Promise<TokenCaller | null>>();
   private readonly lastUse: LastUseRecorder;
 
-  constructor(private readonly db: Database, maxEntries = 10_000, onError?: (error: Error) => void) {
+  /**
+   * `versions`: the process's clock of the access version on this database, when another cache
+   * (with a pool of its own) already has one; by default a clock of its own.
+   */
+  constructor(private readonly db: Database, maxEntries = 10_000, onError?: (error: Error) => void, readonly versions = new AccessVersionClock()) {
     this.entries = new LRUCache({ max: maxEntries });
     this.tokens = new LRUCache({ max: maxEntries });
     this.lastUse = new LastUseRecorder(db, onError);
@@ -79,7 +84,10 @@ export class CallerCache {
     return this.loadAt(identity, allowedScopeIds, await this.versionAfterArrival());
   }
 
-  /** The access version as of now; reads asked for in the same turn of the event loop share one query. */
+  /**
+   * The access version: exact for this process's own changes, at most VERSION_FRESH_MS behind
+   * another process's (AccessVersionClock); what the contract's "within 1 s" allows.
+   */
   currentVersion(): Promise<string> {
     return this.versionAfterArrival();
   }
@@ -106,16 +114,7 @@ export class CallerCache {
     return pending;
   }
 
-  /**
-   * Requests that arrive in the same turn of the event loop share one read of the version, which
-   * starts after all of them arrived: still exact (a change committed before a request arrived is
-   * seen by it), and under load one query serves many requests.
-   */
   private versionAfterArrival(): Promise<string> {
-    this.nextVersionRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-      this.nextVersionRead = null;
-      return accessVersion(this.db);
-    });
-    return this.nextVersionRead;
+    return this.versions.current(this.db);
   }
 }

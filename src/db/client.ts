@@ -9,6 +9,7 @@ import { initialisePgliteDirectory } from './pglite-first-start.js';
 import { PgliteDialect } from './pglite-dialect.js';
 import { describeConnectionError, isConnectionRefused } from './connection-errors.js';
 import { namingClient, StatementNames } from './prepared-statements.js';
+import { processWrites, type LocalWrites } from './local-writes.js';
 
 /** Statement texts named per process unless the target says otherwise (DATABASE_PREPARED_STATEMENTS). */
 export const DEFAULT_PREPARED_STATEMENTS = 200;
@@ -57,8 +58,11 @@ export function connectionCountsOf(db: Database): ConnectionCounts | null {
 }
 
 export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn: () => {} }): Database {
+  // Every database of the process reports to one count: a component with a pool of its own (the
+  // MQTT broker's) sees the writes made through the others.
+  const writes = processWrites;
   if (target.url) {
-    const pool = openPool(target.url, target.poolSize ?? 10, target.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS, log);
+    const pool = openPool(target.url, target.poolSize ?? 10, target.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS, writes, log);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pool.kysely }) });
     connectionCounters.set(db, () => ({ total: pool.pg.totalCount, idle: pool.pg.idleCount, waiting: pool.pg.waitingCount }));
     return db;
@@ -74,13 +78,13 @@ export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn
     // Trigram indexes keep substring searches (`q=`) fast on large lists; PostgreSQL ships it too.
     extensions: { pg_trgm },
   });
-  const dialect = new PgliteDialect(pglite);
+  const dialect = new PgliteDialect(pglite, writes);
   const db = new Kysely<DB>({ dialect });
   connectionCounters.set(db, () => dialect.connectionCounts());
   return db;
 }
 
-function openPool(url: string, size: number, preparedStatements: number, log: ConnectionLog): { pg: pg.Pool; kysely: PostgresPool } {
+function openPool(url: string, size: number, preparedStatements: number, writes: LocalWrites, log: ConnectionLog): { pg: pg.Pool; kysely: PostgresPool } {
   const names = preparedStatements > 0 ? new StatementNames(preparedStatements) : null;
   const pool = new pg.Pool({ connectionString: url, max: size, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
   // A client whose connection drops (terminated backend, database restart, network) emits 'error',
@@ -94,7 +98,7 @@ function openPool(url: string, size: number, preparedStatements: number, log: Co
       for (let attempt = 0; ; attempt++) {
         try {
           const client = await pool.connect();
-          return names ? namingClient(client, names) as unknown as pg.PoolClient : client;
+          return trackingClient(names ? namingClient(client, names) : client, writes.connectionTracker()) as unknown as pg.PoolClient;
         } catch (error) {
           const delay = CONNECT_RETRY_DELAYS_MS[attempt];
           if (delay === undefined || !isConnectionRefused(error)) throw error;
@@ -105,4 +109,18 @@ function openPool(url: string, size: number, preparedStatements: number, log: Co
     end: () => pool.end(),
   };
   return { pg: pool, kysely };
+}
+
+/** What Kysely calls on a pooled client, with every statement reported to `track` once it is done. */
+function trackingClient(client: Pick<pg.PoolClient, 'release'> & { query(text: string, values: unknown[]): Promise<pg.QueryResult> }, track: (text: string) => void) {
+  return {
+    async query(text: string, values: unknown[]) {
+      try {
+        return await client.query(text, values);
+      } finally {
+        track(text);
+      }
+    },
+    release: () => client.release(),
+  };
 }

@@ -14,6 +14,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type { PGlite } from '@electric-sql/pglite';
+import type { LocalWrites } from './local-writes.js';
 
 /**
  * Kysely over one PGlite instance. Kysely 0.28 (the last release that supports Node 20) has no
@@ -22,13 +23,13 @@ import type { PGlite } from '@electric-sql/pglite';
  */
 export class PgliteDialect implements Dialect {
   readonly #lock = new ConnectionLock();
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PGlite, private readonly writes: LocalWrites) {}
   /** PGlite's one connection: whether someone holds it, and how many wait for it (for /metrics). */
   connectionCounts(): { total: number; idle: number; waiting: number } {
     return { total: 1, idle: this.#lock.held ? 0 : 1, waiting: this.#lock.waiting };
   }
   createAdapter(): DialectAdapter { return new PostgresAdapter(); }
-  createDriver(): Driver { return new PgliteDriver(this.pglite, this.#lock); }
+  createDriver(): Driver { return new PgliteDriver(this.pglite, this.#lock, this.writes.connectionTracker()); }
   createIntrospector(db: Kysely<any>): DatabaseIntrospector { return new PostgresIntrospector(db); }
   createQueryCompiler(): QueryCompiler { return new PostgresQueryCompiler(); }
 }
@@ -62,10 +63,16 @@ class ConnectionLock {
 const WRITES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);
 
 class PgliteConnection implements DatabaseConnection {
-  constructor(private readonly pglite: PGlite) {}
+  /** `track` hears of every statement once it is done (the one connection's LocalWrites tracker). */
+  constructor(private readonly pglite: PGlite, private readonly track: (text: string) => void) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters], { rowMode: 'object' });
+    let result;
+    try {
+      result = await this.pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters], { rowMode: 'object' });
+    } finally {
+      this.track(compiledQuery.sql);
+    }
     const counted = WRITES.has(compiledQuery.query.kind) || compiledQuery.query.kind === 'RawNode';
     return {
       rows: result.rows,
@@ -82,9 +89,9 @@ class PgliteDriver implements Driver {
   readonly #connection: PgliteConnection;
   readonly #lock: ConnectionLock;
 
-  constructor(private readonly pglite: PGlite, lock: ConnectionLock) {
+  constructor(private readonly pglite: PGlite, lock: ConnectionLock, track: (text: string) => void) {
     this.#lock = lock;
-    this.#connection = new PgliteConnection(pglite);
+    this.#connection = new PgliteConnection(pglite, track);
   }
 
   async init(): Promise<void> {

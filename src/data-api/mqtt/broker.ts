@@ -53,7 +53,10 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
   const db = own ?? ctx.db;
   const sta = own ? createStaServer({ db: own, postgis: ctx.postgis, limits: ctx.config.dataApi.limits }) : ctx.sta;
   const access = new MqttAccess({
-    callers: new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token')), verifier: ctx.verifier, routes, log });
+    // Its own caller cache on its own connections, with the process's clock of the access version:
+    // a change the HTTP requests have seen, its deliveries see too.
+    callers: new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token'), ctx.callers.versions),
+    verifier: ctx.verifier, routes, log });
   const sessions = new WeakMap<Client, MqttSession>();
   const clientIds = new ClientIdBindings();
   /** The connected client of each client id, for the notifier's subscribers. */
