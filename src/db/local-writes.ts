@@ -41,8 +41,12 @@ const READS = /^\s*(select|with|show|explain|values|table)\b/i;
 // Writing statements (also inside a CTE), and functions that change state when selected.
 const WRITING_WORD = /\b(insert|update|delete|merge|truncate|copy|call|do|create|alter|drop|grant|revoke|refresh|nextval|setval|set_config|pg_notify|lo_\w+|reindex|vacuum|cluster|lock)\b/i;
 
+// A row lock (`for update skip locked`, as the job queue polls) changes nothing by itself; an
+// update in the same text still has its own keyword.
+const ROW_LOCK = /\bfor\s+(?:no\s+key\s+)?(?:update|share|key\s+share)\b/gi;
+
 /** Whether a statement's text may have changed data (see LocalWrites). */
-export const mayWrite = (text: string): boolean => !READS.test(text) || WRITING_WORD.test(text);
+export const mayWrite = (text: string): boolean => !READS.test(text) || WRITING_WORD.test(text.replace(ROW_LOCK, ''));
 
 /**
  * The process's count, which every database opened by openDatabase reports to (a write to one

@@ -4,13 +4,16 @@ import { LocalWrites, mayWrite } from '../../src/db/local-writes.js';
 
 describe('LocalWrites: what counts as a completed write', () => {
   test('plain reads do not count; writes, writing CTEs and state-changing functions do', () => {
-    for (const read of ['select 1', '  SELECT * from users where id = $1', 'with x as (select 1) select * from x', 'show search_path', 'explain select 1']) {
+    for (const read of [
+      'select 1', '  SELECT * from users where id = $1', 'with x as (select 1) select * from x', 'show search_path', 'explain select 1',
+      'select id from jobs where state = $1 for update skip locked', 'select * from t for no key update', 'select * from t for share',
+    ]) {
       assert.equal(mayWrite(read), false, read);
     }
     for (const write of [
       'insert into users values ($1)', 'UPDATE assignments set role_id = $1', 'delete from group_members', 'merge into t using s on true when matched then delete',
       'with gone as (delete from assignments returning *) select * from gone', 'select nextval(\'x\')', 'select set_config(\'a\', \'b\', false)',
-      'select * from users for update', 'truncate users', 'create table x (a int)', 'set local statement_timeout = 10', 'lock table users',
+      'with picked as (select id from jobs for update skip locked) update jobs set state = $1 where id in (select id from picked)', 'truncate users', 'create table x (a int)', 'set local statement_timeout = 10', 'lock table users',
     ]) {
       assert.equal(mayWrite(write), true, write);
     }
