@@ -85,9 +85,13 @@ export async function getTarget(ctx: ReadContext, request: GetRequest, target: T
     const missing = await parentMissing(ctx.db, ctx, target);
     if (missing) throw missing;
   }
-  const own = entityWriter(request.baseUrl, target.entity, selection);
-  const shaped = target.ref ? null : result.rows.map((row) => shapedOf(row, own));
-  if (shaped) await expandAll(ctx, request.baseUrl, target.entity, shaped, options.expand);
+  // A `$ref` page answers self links only: no entity is written, nothing is expanded.
+  let shaped: Shaped[] | null = null;
+  if (!target.ref) {
+    const own = entityWriter(request.baseUrl, target.entity, selection);
+    shaped = result.rows.map((row) => shapedOf(row, own));
+    await expandAll(ctx, request.baseUrl, target.entity, shaped, options.expand);
+  }
   const nextLink = result.more ? nextLinkFromQuery(`${request.baseUrl}${request.path}`, request.query, result.page.skip + result.page.top) : undefined;
   if (request.answerAsText && shaped) return collectionAsText(result.count, shaped, nextLink);
   const body: Record<string, unknown> = {};

@@ -63,10 +63,11 @@ export function intervalText(start: unknown, end: unknown): string | null {
 }
 
 export function propertyValue(row: Row, property: PropertyDef): unknown {
-  return valueReaderOf(property)(row);
+  if (property.kind === 'interval') return intervalText(row[`${property.name}__start`], row[`${property.name}__end`]);
+  return row[property.name] ?? null;
 }
 
-/** `propertyValue` for one property, its row keys made once: for writers of many rows. */
+/** `propertyValue` for one property, its row keys made once: for writers of many rows (keep the two alike). */
 function valueReaderOf(property: PropertyDef): (row: Row) => unknown {
   if (property.kind === 'interval') {
     const [start, end] = [`${property.name}__start`, `${property.name}__end`];
