@@ -22,8 +22,8 @@ export interface AppContext {
   verifier: TokenVerifier;
   /**
    * Callers by credential, shared by the management API and the data API of this process: a request
-   * costs a read of the access version instead of the grants query, and a grant changed by any process
-   * is seen by the next request.
+   * costs neither the grants query nor, under load, a read of the access version; a grant changed by
+   * this process is seen by its next request, one changed by another process within 0.8 s.
    */
   callers: CallerCache;
   /** The saga worker of this process (started with the management API, stopped before the database closes). */

@@ -47,7 +47,7 @@ export class CallerCache {
    * and marks the token used (written at most once a minute).
    */
   async personalAccessToken(digest: string): Promise<Caller | null> {
-    return this.personalAccessTokenAt(digest, await this.versionAfterArrival());
+    return this.personalAccessTokenAt(digest, await this.versions.current(this.db));
   }
 
   /** As `personalAccessToken`, at a version read by `currentVersion` (MQTT sessions); null as there. */
@@ -81,7 +81,7 @@ export class CallerCache {
   }
 
   async load(identity: Identity, allowedScopeIds: ReadonlySet<string> | null): Promise<Caller> {
-    return this.loadAt(identity, allowedScopeIds, await this.versionAfterArrival());
+    return this.loadAt(identity, allowedScopeIds, await this.versions.current(this.db));
   }
 
   /**
@@ -89,7 +89,7 @@ export class CallerCache {
    * another process's (AccessVersionClock); what the contract's "within 1 s" allows.
    */
   currentVersion(): Promise<string> {
-    return this.versionAfterArrival();
+    return this.versions.current(this.db);
   }
 
   /**
@@ -112,9 +112,5 @@ export class CallerCache {
       this.loading.set(pendingKey, pending);
     }
     return pending;
-  }
-
-  private versionAfterArrival(): Promise<string> {
-    return this.versions.current(this.db);
   }
 }

@@ -35,8 +35,9 @@ export class LocalWrites {
   }
 }
 
-const BEGINS = /^\s*(begin|start\s+transaction)\b/i;
-const ENDS = /^\s*(commit|rollback|end|abort)\b/i;
+/** Transaction control as our code sends it (Kysely's `begin`/`commit`/`rollback`, `start transaction …`). */
+export const BEGINS = /^\s*(begin|start\s+transaction)\b/i;
+export const ENDS = /^\s*(commit|rollback|end|abort)\b/i;
 const READS = /^\s*(select|with|show|explain|values|table)\b/i;
 // Writing statements (also inside a CTE), and functions that change state when selected.
 const WRITING_WORD = /\b(insert|update|delete|merge|truncate|copy|call|do|create|alter|drop|grant|revoke|refresh|nextval|setval|set_config|pg_notify|lo_\w+|reindex|vacuum|cluster|lock)\b/i;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { BEGINS, ENDS } from './local-writes.js';
 
 /**
  * PostgreSQL parses and plans every unnamed statement again; for the short reads that make most of
@@ -46,8 +47,6 @@ export class StatementNames {
  */
 export const isStalePreparedStatement = (error: unknown) => (error as { code?: unknown })?.code === '0A000';
 
-const BEGINS = /^\s*(begin|start\s+transaction)\b/i;
-const ENDS = /^\s*(commit|rollback|end|abort)\s*$/i;
 
 /** What Kysely needs of a pooled client, with the statements it sends named by `names`. */
 export interface NamingClient {

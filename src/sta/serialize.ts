@@ -63,12 +63,20 @@ export function intervalText(start: unknown, end: unknown): string | null {
 }
 
 export function propertyValue(row: Row, property: PropertyDef): unknown {
-  if (property.kind === 'interval') return intervalText(row[`${property.name}__start`], row[`${property.name}__end`]);
-  return row[property.name] ?? null;
+  return valueReaderOf(property)(row);
 }
 
-/** `propertyValue` for one property, its row keys made once: for writers of many rows (keep the two alike). */
+// Property definitions are the schema's own, made once: each gets its reader once.
+const valueReaders = new WeakMap<PropertyDef, (row: Row) => unknown>();
+
+/** `propertyValue` for one property, its row keys made once: for writers of many rows. */
 function valueReaderOf(property: PropertyDef): (row: Row) => unknown {
+  let reader = valueReaders.get(property);
+  if (!reader) valueReaders.set(property, reader = newValueReader(property));
+  return reader;
+}
+
+function newValueReader(property: PropertyDef): (row: Row) => unknown {
   if (property.kind === 'interval') {
     const [start, end] = [`${property.name}__start`, `${property.name}__end`];
     return (row) => intervalText(row[start], row[end]);

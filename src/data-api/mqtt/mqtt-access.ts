@@ -11,7 +11,7 @@ import type { PayloadRoute, RouteTable } from '../route-table.js';
  * token (the username is ignored); no password is an anonymous client. An MQTT connection lives for
  * hours, so its rights are those of the access version (migration 0013) they were loaded at, and
  * are loaded again when that version moved: before a SUBSCRIBE or PUBLISH is decided, and before
- * the notifier publishes a batch (`bringCurrent`, one sequence read for the batch). A delivery is
+ * the notifier publishes a batch (`bringCurrent`, the access version as the process's clock knows it). A delivery is
  * then decided at once on those rights, and a token past its `exp` (or a personal access token past
  * its `expiresAt`) counts as no token.
  */
@@ -81,8 +81,8 @@ export class MqttAccess {
   }
 
   /**
-   * Brings the rights of these sessions to the access version as of now: one read of the version
-   * (shared with every other read in this turn of the event loop), and one load per token whose
+   * Brings the rights of these sessions to the access version as of now (AccessVersionClock: exact
+   * for this process's changes, within 0.8 s for another's), and one load per token whose
    * session was loaded at another version. A session whose load fails keeps no rights (it gets open
    * data only) until a later call loads it.
    */
