@@ -60,8 +60,8 @@ export function locateMapServer(): { mapserv: string; spawnFcgi: string } | null
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5000;
 const STOP_GRACE_MS = 2000;
-// spawn-fcgi binds the socket a few ms after fork; a worker is ready once its socket file exists
-// (connections made before mapserv accepts wait in the socket's backlog).
+// spawn-fcgi binds the socket a few ms after fork and listens a moment later; a worker is ready once
+// a connection to it is accepted into the socket's backlog (mapserv takes it once it has exec'd).
 const READY_ATTEMPTS = 100;
 const READY_RETRY_MS = 10;
 /**
@@ -381,10 +381,9 @@ export class MapServerPool {
 
     for (let attempt = 0; attempt < READY_ATTEMPTS; attempt++) {
       if (w.child !== child || child.exitCode !== null || child.signalCode !== null) return false;
-      if (fs.existsSync(w.socketPath)) {
+      if (await this.listens(w, child)) {
         w.ready = true;
         this.pump();
-        this.openSpare(w);
         return true;
       }
       await sleep(READY_RETRY_MS);
@@ -443,11 +442,35 @@ export class MapServerPool {
     this.openSpare(w);
   }
 
+  /**
+   * The socket file exists from spawn-fcgi's bind(), a moment before its listen(): a connection
+   * opened in between is refused, and a request written behind one would be taken for the request
+   * the worker serves. So a worker counts as ready once a connection is accepted, and that
+   * connection becomes its first spare.
+   */
+  private async listens(w: Worker, child: ChildProcess): Promise<boolean> {
+    if (!fs.existsSync(w.socketPath)) return false;
+    const conn = new FastCgiConnection(w.socketPath, false);
+    const openedAt = performance.now();
+    const accepted = await conn.connect().then(() => true, () => false);
+    if (!accepted || w.child !== child || this.stopping) {
+      conn.destroy();
+      return false;
+    }
+    this.keepSpare(w, conn, openedAt);
+    return true;
+  }
+
   private openSpare(w: Worker): void {
     if (w.spare || !w.ready || this.stopping) return;
-    w.spare = new FastCgiConnection(w.socketPath, false);
-    w.spareOpenedAt = performance.now();
-    w.spare.preconnect();
+    const conn = new FastCgiConnection(w.socketPath, false);
+    conn.preconnect();
+    this.keepSpare(w, conn, performance.now());
+  }
+
+  private keepSpare(w: Worker, conn: FastCgiConnection, openedAt: number): void {
+    w.spare = conn;
+    w.spareOpenedAt = openedAt;
     w.spareExpiry = setTimeout(() => this.dropSpare(w), SPARE_MAX_AGE_MS);
     w.spareExpiry.unref();
   }
@@ -475,8 +498,8 @@ export class MapServerPool {
     const at = w.jobs.indexOf(flight);
     if (at < 0) return; // already failed with its worker
     if (outcome instanceof Error && notConnected(outcome) && flight.job.connectAttempts < CONNECT_ATTEMPTS) {
-      // spawn-fcgi's socket file exists from bind(), a moment before listen(): a connection refused
-      // then carried nothing to MapServer, so the request goes back to the front of its line.
+      // Refused (its worker died a moment ago, its exit not yet seen), the connection carried
+      // nothing to MapServer, so the request goes back to the front of its line.
       w.jobs.splice(at, 1);
       if (flight.timer) clearTimeout(flight.timer);
       flight.conn.destroy();

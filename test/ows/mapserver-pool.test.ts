@@ -117,7 +117,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
   const pools: MapServerPool[] = [];
   const logs: { level: string; obj: object; msg: string }[] = [];
 
-  const startPool = async (o: Partial<MapServerPoolOptions> = {}) => {
+  const startPool = async (o: Partial<MapServerPoolOptions> = {}, { awaitListening = true } = {}) => {
     const runtimeDir = path.join(dir, `run-${pools.length}`);
     const pool = new MapServerPool({
       size: 2,
@@ -136,6 +136,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
     });
     pools.push(pool);
     await pool.start();
+    if (!awaitListening) return pool;
     const sockets = Array.from({ length: pool.pids().length }, (_, i) => path.join(o.runtimeDir ?? runtimeDir, `mapserv-${i}.sock`));
     await until('every worker to listen', () => {
       const listening = listeningSockets();
@@ -197,13 +198,49 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
   test('spawn-fcgi -n execs mapserv in place: the pids are mapserv processes', { skip: process.platform !== 'linux' && 'reads /proc (Linux only)' }, async () => {
     const pool = await startPool({ size: 1 });
     const [pid] = pool.pids();
-    // spawn-fcgi binds the socket before it execs, and the pool counts a worker ready once the socket
-    // exists: right after start() the process may still be spawn-fcgi. An answered request proves the
+    // spawn-fcgi listens before it execs, and the pool counts a worker ready once a connection is
+    // accepted into its backlog: right after start() the process may still be spawn-fcgi. An answered request proves the
     // exec has happened (spawn-fcgi itself speaks no FastCGI); the pid must then be mapserv, unchanged.
     assert.equal((await pool.run(capabilities())).status, 200);
     assert.deepEqual(pool.pids(), [pid], 'no other process took the worker\'s place');
     assert.equal(fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), 'mapserv');
     assert.equal(fs.realpathSync(`/proc/${pid}/exe`), fs.realpathSync(binaries!.mapserv));
+  });
+
+  test('a worker is ready once it listens, not when its socket file appears: its first requests are the ones it serves', async () => {
+    // spawn-fcgi binds, then listens: this stand-in holds the gap open for 300 ms. A worker counted
+    // ready in the gap got a refused connection, its request went back to the queue, and the one
+    // written behind it was taken for the request being served (and failed when the worker died).
+    const slowSpawn = path.join(dir, 'slow-spawn-fcgi');
+    fs.writeFileSync(
+      slowSpawn,
+      [
+        '#!/usr/bin/env python3',
+        'import os, socket, sys, time',
+        'args = sys.argv[1:]',
+        "program = args[args.index('--') + 1:]",
+        'listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)',
+        "listener.bind(args[args.index('-s') + 1])",
+        'time.sleep(0.3)',
+        'listener.listen(16)',
+        'os.dup2(listener.fileno(), 0)',
+        'os.execv(program[0], program)',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const pool = await startPool({ size: 1, spawnFcgi: slowSpawn }, { awaitListening: false });
+    const socket = path.join(dir, `run-${pools.length - 1}`, 'mapserv-0.sock');
+    const listening = listeningSockets();
+    if (listening) assert.ok(listening.has(socket), 'start() resolved before the worker listened');
+    const [pid] = pool.pids();
+    const served = pool.run(getMap(4096));
+    const waiting = pool.run(capabilities());
+    process.kill(pid!, 'SIGKILL');
+    await assert.rejects(served, MapServerFailedError);
+    const answer = await waiting;
+    assert.equal(answer.status, 200);
+    assert.match(answer.body.toString(), /<Name>pts<\/Name>/);
   });
 
   test('queue beyond maxQueue is refused with MapServerBusyError', async () => {
