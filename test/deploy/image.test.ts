@@ -124,7 +124,7 @@ describe('the container image (podman)', { skip: missing(requirePodman(), postgr
     assert.equal(config['StopSignal'], 'SIGTERM');
     assert.deepEqual(config['Cmd'], ['node', 'dist/server.js', 'all']);
     assert.deepEqual(Object.keys(config['ExposedPorts'] as object).sort(), ['1884/tcp', '8080/tcp', '8081/tcp']);
-    for (const setting of ['NODE_ENV=production', 'DEV_IDP=off', 'DATA_DIR=/app/data']) assert.ok((config['Env'] as string[]).includes(setting), setting);
+    for (const setting of ['NODE_ENV=production', 'DEV_IDP=off', 'DATA_DIR=/app/data', 'NODE_OPTIONS=--max-semi-space-size=64']) assert.ok((config['Env'] as string[]).includes(setting), setting);
   });
 
   test(`started with podman run, it is ready (target ${READY_TARGET_MS / 1000} s)`, async (t) => {
