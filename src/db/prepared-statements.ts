@@ -47,7 +47,6 @@ export class StatementNames {
  */
 export const isStalePreparedStatement = (error: unknown) => (error as { code?: unknown })?.code === '0A000';
 
-
 /** What Kysely needs of a pooled client, with the statements it sends named by `names`. */
 export interface NamingClient {
   query(text: string, values: unknown[]): Promise<pg.QueryResult>;
