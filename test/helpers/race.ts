@@ -30,6 +30,10 @@ export async function raceInDatabase<R>(t: TestApp, table: string | readonly [st
     for (const promise of running) promise.catch(() => undefined);
     let waiting = 0;
     await waitFor(async () => {
+      // Inside a transaction PostgreSQL keeps the list of sessions it read first (only their wait
+      // events are read afresh): a connection the pool opened for one of the requests after the
+      // first poll would never be counted. Cleared, the list is read again each time.
+      await locker.query('select pg_stat_clear_snapshot()');
       const { rows } = await locker.query<{ n: number }>(
         `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`);
       waiting = rows[0]!.n;
