@@ -1,6 +1,6 @@
 import type { Database } from '../db/client.js';
 import { processWrites, type LocalWrites } from '../db/local-writes.js';
-import { accessVersion } from '../db/sequence-version.js';
+import { accessVersion } from '../db/versions.js';
 
 /**
  * How long a read of the access version stands for the current one: a change committed by another

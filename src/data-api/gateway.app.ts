@@ -8,7 +8,7 @@ import { registerHealthRoutes } from '../http/health.js';
 import { countRequests } from '../metrics/http.js';
 import { rejectToken } from '../http/authentication.js';
 import { publicBaseOf, RouteTable } from './route-table.js';
-import { decidePayloadAccess, type PayloadOperation } from './payload-access.js';
+import { decidePayloadAccess, type PayloadDecision, type PayloadOperation } from './payload-access.js';
 import { decideCaching, installCacheHeaders } from './cache-headers.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
@@ -30,6 +30,8 @@ export interface DataApiOptions {
   logger?: FastifyServerOptions['loggerInstance'];
   /** How often the route table polls for changes (tests shorten it). */
   routePollMs?: number;
+  /** Whether the route table LISTENs for changes on PostgreSQL (default true; a test turns it off to prove the other paths). */
+  routeNotifications?: boolean;
   /** The SensorThings MQTT broker's TCP port (MQTT_PORT); absent or null: MQTT over WebSocket only. */
   mqttPort?: number | null;
   /** The HTTP server the entry already listens on (a StartingServer's factory); absent: Fastify's own. */
@@ -71,7 +73,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   app.addContentTypeParser('multipart/mixed', { parseAs: 'buffer', bodyLimit: PAYLOAD_BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
 
   const routes = new RouteTable(ctx.db, {
-    listenUrl: ctx.databaseUrl, pollMs: options.routePollMs, log: app.log,
+    listenUrl: options.routeNotifications === false ? null : ctx.databaseUrl, pollMs: options.routePollMs, log: app.log,
     onReload: (published) => ctx.ows.routesChanged(published.filter((route) => route.standard === 'OWS').map((route) => owsRouteOf(ctx, route))),
   });
   app.addHook('onReady', async () => {
@@ -93,31 +95,49 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
 
 async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
   const address = payloadAddressOf(request);
-  const route = address ? routes.lookup(address.datasetId, address.slug) : undefined;
-  // Only a SensorThings `$batch` takes multipart (see multipartBatchOf); elsewhere it stays the 415 it was.
-  if (route?.standard !== 'STA' && isMultipartMixed(request.headers['content-type'])) throw multipartElsewhere();
-  const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
-  const operation = owsPlan ? owsPlan.operation : operationOf(request, route, address);
-  const decision = decidePayloadAccess(request.caller, route, operation);
-  switch (decision.outcome) {
+  const routeNow = () => (address ? routes.lookup(address.datasetId, address.slug) : undefined);
+  let decided = decideRequest(request, routeNow(), address, ctx);
+  // A refusal made on the table's copy is checked against the route version first: a release or an
+  // opening that committed before this request is served even before its NOTIFY or the next poll.
+  if (address && decided.outcome !== 'allow' && await routes.catchUp()) decided = decideRequest(request, routeNow(), address, ctx);
+  switch (decided.outcome) {
+    case 'multipart-elsewhere':
+      throw multipartElsewhere();
     case 'unauthenticated':
       return rejectToken(reply, {});
     case 'not-found':
       throw new AppError('NOT_FOUND', 'No published API at this path');
     case 'forbidden':
-      throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decision.permission}`);
+      throw new AppError('ACCESS_DENIED', `Reading or writing this dataset's payload needs the permission ${decided.permission}`);
   }
-  // Allowed implies a route and an address.
-  decideCaching(request, route!, operation);
-  if (route!.standard === 'OWS') return serveOws(request, reply, ctx, route!, address!, decision.rights, owsPlan?.plan);
-  const upstreamUrl = route!.upstreamUrl ?? ctx.config.staUpstream.url;
+  const { route, operation, rights, owsPlan } = decided;
+  // Allowed implies an address.
+  decideCaching(request, route, operation);
+  if (route.standard === 'OWS') return serveOws(request, reply, ctx, route, address!, rights, owsPlan?.plan);
+  const upstreamUrl = route.upstreamUrl ?? ctx.config.staUpstream.url;
   if (upstreamUrl) {
-    const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route!);
+    const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route);
     return forwardToUpstream(request, reply, {
-      upstreamUrl, publicBase, address: address!, rights: decision.rights, limits: ctx.config.dataApi.limits, timeoutMs: ctx.config.staUpstream.timeoutMs,
+      upstreamUrl, publicBase, address: address!, rights, limits: ctx.config.dataApi.limits, timeoutMs: ctx.config.staUpstream.timeoutMs,
     });
   }
-  return forwardToSta(request, reply, ctx, route!, address!, decision.rights);
+  return forwardToSta(request, reply, ctx, route, address!, rights);
+}
+
+type RequestDecision =
+  | { outcome: 'multipart-elsewhere' }
+  | Exclude<PayloadDecision, { outcome: 'allow' }>
+  | { outcome: 'allow'; route: PayloadRoute; operation: PayloadOperation; rights: { read: boolean; write: boolean }; owsPlan: ReturnType<typeof ogcPlanOf> };
+
+/** What a payload request gets on this route (undefined: none published at its address). */
+function decideRequest(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, ctx: AppContext): RequestDecision {
+  // Only a SensorThings `$batch` takes multipart (see multipartBatchOf); elsewhere it stays the 415 it was.
+  if (route?.standard !== 'STA' && isMultipartMixed(request.headers['content-type'])) return { outcome: 'multipart-elsewhere' };
+  const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
+  const operation = owsPlan ? owsPlan.operation : operationOf(request, route, address);
+  const decision = decidePayloadAccess(request.caller, route, operation);
+  // Allowed implies a route.
+  return decision.outcome === 'allow' ? { outcome: 'allow', route: route!, operation, rights: decision.rights, owsPlan } : decision;
 }
 
 /**

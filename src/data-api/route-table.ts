@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ConnectionLog, Database } from '../db/client.js';
 import { listenForNotifications, type Listener } from '../db/notifications.js';
-import { sequenceVersion } from '../db/sequence-version.js';
+import { routeVersion } from '../db/versions.js';
 
 /** One published payload route: a named API of an AVAILABLE dataset whose release has finished. */
 export interface PayloadRoute {
@@ -17,7 +17,7 @@ export interface PayloadRoute {
 }
 
 export interface RouteTableOptions {
-  /** PostgreSQL URL to LISTEN on (null: polling only, as on PGlite). */
+  /** PostgreSQL URL to LISTEN on (null: polling only, as on PGlite, and the misses' version reads). */
   listenUrl: string | null;
   /**
    * How often the version is polled (default 500 ms: a release shows within 1 s without LISTEN).
@@ -37,7 +37,8 @@ const key = (datasetId: string, slug: string) => `${datasetId}/${slug}`;
  * collection was created or dropped): they reload their routes, and with them their OWS maps.
  */
 export async function announceRouteChange(trx: Database): Promise<void> {
-  await sql`select pg_notify('gateway_routes', nextval('gateway_route_version')::text)`.execute(trx);
+  // Migration 0021: the counter moves (and the NOTIFY goes out) when `trx` commits.
+  await sql`select announce_gateway_route_change()`.execute(trx);
 }
 
 /** The public base URL of a route (its `previewUrl`): every link the payload servers answer starts with it. */
@@ -47,8 +48,13 @@ export const publicBaseOf = (dataApiUrl: string, route: Pick<PayloadRoute, 'data
 /**
  * The gateway's copy of the `gateway_routes` view, so that a payload request costs a map lookup,
  * not a query. It reloads the whole view (small: one row per published API) when the route version
- * changes: at once on a NOTIFY (PostgreSQL), and by polling the version sequence otherwise. A
- * reload that fails (database down) keeps the last known routes and is tried again at the next poll.
+ * changes: at once on a NOTIFY (PostgreSQL), and by polling the version otherwise. A reload that
+ * fails (database down) keeps the last known routes and is tried again at the next poll.
+ *
+ * The version moves at commit (migration 0021) and is read before the rows, so the table never
+ * records a version newer than the rows it holds: a missed notification is repaired by the next
+ * poll. A request the table would refuse reads the version first (`catchUp`), so that a release or
+ * an opening committed before the request arrived is served even before its NOTIFY or poll.
  */
 export class RouteTable {
   private routes = new Map<string, PayloadRoute>();
@@ -57,9 +63,11 @@ export class RouteTable {
   private listener: Listener | null = null;
   private reloading: Promise<void> | null = null;
   private reloadAgain = false;
+  private nextCatchUp: Promise<boolean> | null = null;
 
   constructor(private readonly db: Database, private readonly options: RouteTableOptions) {}
 
+  /** The route as this table last loaded it (see `catchUp` for a refusal's second look). */
   lookup(datasetId: string, slug: string): PayloadRoute | undefined {
     return this.routes.get(key(datasetId, slug));
   }
@@ -98,7 +106,29 @@ export class RouteTable {
    * wait for NOTIFY or the poll (the MQTT broker before a delivery). A failed version read throws.
    */
   async reloadIfBehind(): Promise<void> {
-    if ((await sequenceVersion(this.db, 'gateway_route_version')) !== this.loadedVersion) await this.reload();
+    if ((await routeVersion(this.db)) !== this.loadedVersion) await this.reload();
+  }
+
+  /**
+   * Brings the table up to the route version as of now, for a request about to be refused on what
+   * the table holds (no route, or not open to this caller): true when that reloaded the table, so
+   * that the request is decided again. The version read starts after this call, in the next turn of
+   * the event loop, and is shared by every refusal of that turn (a client probing unknown paths
+   * costs one query per turn, not one per request). A failed read answers false: with the database
+   * down nothing newer can be known, and the table's answer stands.
+   */
+  catchUp(): Promise<boolean> {
+    this.nextCatchUp ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      this.nextCatchUp = null;
+      const before = this.routes;
+      try {
+        await this.reloadIfBehind();
+      } catch (error) {
+        this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: could not read the route version before refusing a request');
+      }
+      return this.routes !== before;
+    });
+    return this.nextCatchUp;
   }
 
   private async pollOnce(): Promise<void> {
@@ -120,7 +150,7 @@ export class RouteTable {
         this.reloadAgain = false;
         try {
           // The version is read first: a change committed during the read makes the next poll reload again.
-          const version = await sequenceVersion(this.db, 'gateway_route_version');
+          const version = await routeVersion(this.db);
           const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
           this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
             datasetId: row.dataset_id, slug: row.slug, standard: row.standard,

@@ -41,7 +41,7 @@ export function whereOf(ctx: ReadContext, entity: EntityDef, alias: string, scop
  * `rank` (a ranked link's order, a MultiDatastream's ObservedProperties) comes first.
  */
 export function orderOf(ctx: ReadContext, entity: EntityDef, alias: string, options: QueryOptions, rank?: RawBuilder<unknown>) {
-  const items = options.orderBy?.length ? compileOrderBy(options.orderBy, createResolver(ctx, entity, alias, '$orderby')) : rank ? [rank] : [];
+  const items = options.orderBy?.length ? compileOrderBy(options.orderBy, createResolver(ctx, entity, alias, '$orderby'), { postgis: ctx.postgis }) : rank ? [rank] : [];
   const tieBreaker = options.orderBy?.at(-1)?.direction === 'desc' ? sql`desc` : sql`asc`;
   return sql.join([...items, sql`${column(alias, 'id')} ${tieBreaker}`]);
 }

@@ -42,6 +42,25 @@ for (const kind of databaseKinds()) {
         assert.deepEqual(await names(`not st_within(location, ${aroundFrankfurt})`), ['Harbour']);
         assert.deepEqual(await names("geo.distance(location, geography'POINT(10 53.5)') lt 0.5"), ['Harbour']);
       });
+      test('the geography literal as clients write it in a URL (unencoded quotes and parentheses, %20 or + for spaces) answers 200', async () => {
+        const polygon = "geography'POLYGON((8 50, 9 50, 9 51, 8 51, 8 50))'";
+        for (const space of ['%20', '+']) {
+          const response = await sta.request('GET', `/Locations?$select=name&$filter=st_within(location,${space}${polygon.replace(/ /g, space)})`);
+          assert.equal(response.statusCode, 200, response.body);
+          assert.deepEqual(response.json().value.map((l: { name: string }) => l.name), ['Town hall']);
+        }
+        // White space inside WKT may be any white space, and a coordinate may carry its sign.
+        assert.deepEqual(await names("st_within(location, geography'POLYGON((8\t50,\n9 50, 9 51, +8 51, 8 50))')"), ['Town hall']);
+      });
+      test('geo.distance orders by distance in $orderby (nearest first)', async () => {
+        const order = async (point: string) => {
+          const response = await sta.request('GET', `/Locations?$select=name&$orderby=${encodeURIComponent(`geo.distance(location, geography'${point}')`)}`);
+          assert.equal(response.statusCode, 200, response.body);
+          return response.json().value.map((location: { name: string }) => location.name);
+        };
+        assert.deepEqual(await order('POINT(10 53.5)'), ['Harbour', 'Town hall']);
+        assert.deepEqual(await order('POINT(8.7 50.1)'), ['Town hall', 'Harbour']);
+      });
       test("a Datastream's observedArea is the convex hull of the features it observed", async () => {
         const created = await sta.request('POST', '/Things', thing('Mast', { Locations: [location('Mast', point(1, 1))], Datastreams: [datastream('Wind')] }));
         assert.equal(created.statusCode, 201, created.body);

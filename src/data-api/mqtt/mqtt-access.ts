@@ -75,9 +75,14 @@ export class MqttAccess {
   /** The payload decision for a read (SUBSCRIBE) or write (PUBLISH) of a route, on current rights. */
   async decide(session: MqttSession, datasetId: string, slug: string, operation: PayloadOperation): Promise<TopicDecision> {
     await this.bringCurrent([session]);
-    const route = this.deps.routes.lookup(datasetId, slug);
     // An anonymous client and one whose token expired are treated alike: open data reads only.
-    return { ...decidePayloadAccess(this.callerNow(session), route, operation), ...(route ? { route } : {}) };
+    const decide = () => {
+      const route = this.deps.routes.lookup(datasetId, slug);
+      return { ...decidePayloadAccess(this.callerNow(session), route, operation), ...(route ? { route } : {}) };
+    };
+    const decided = decide();
+    // As on HTTP: a refusal first reads the route version (a release committed before this packet is known).
+    return decided.outcome !== 'allow' && await this.deps.routes.catchUp() ? decide() : decided;
   }
 
   /**

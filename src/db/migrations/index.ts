@@ -17,6 +17,7 @@ import * as pipelineRuntime from './0016_pipeline_runtime.js';
 import * as personalAccessTokens from './0017_personal_access_tokens.js';
 import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
 import * as staStoredStreamProperties from './0020_sta_stored_stream_properties.js';
+import * as routeVersionAtCommit from './0021_route_version_at_commit.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0017_personal_access_tokens': personalAccessTokens,
   '0019_sta_multi_datastreams': staMultiDatastreams,
   '0020_sta_stored_stream_properties': staStoredStreamProperties,
+  '0021_route_version_at_commit': routeVersionAtCommit,
 };

@@ -11,6 +11,8 @@ export interface GeoJsonGeometry { type: string; coordinates: unknown }
 
 type Position = number[];
 
+const WHITE_SPACE = new Set([' ', '\t', '\n', '\r']);
+
 const TYPES: Record<string, string> = {
   POINT: 'Point',
   LINESTRING: 'LineString',
@@ -98,7 +100,7 @@ class WktReader {
     const values: number[] = [];
     for (;;) {
       this.skipSpace();
-      const m = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(this.text.slice(this.i));
+      const m = /^[-+]?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(this.text.slice(this.i));
       if (!m) break;
       values.push(Number(m[0]));
       this.i += m[0].length;
@@ -126,8 +128,9 @@ class WktReader {
     this.i++;
   }
 
+  /** WKT separates with any white space: a literal written over several lines or with tabs is one geometry. */
   private skipSpace(): void {
-    while (this.text[this.i] === ' ') this.i++;
+    while (this.i < this.text.length && WHITE_SPACE.has(this.text[this.i]!)) this.i++;
   }
 
   private fail(at: number, token: string, message: string): never {
