@@ -1,15 +1,24 @@
 #!/usr/bin/env node
 // `npm test`: runs every test/**/*.test.ts (or the files given) with node's test runner through tsx,
-// one file at a time (the suites share the machine's PostgreSQL and ports), and says what was skipped
-// and why. Node's TAP output is passed through as it comes; its closing lines (`# tests N`, `# pass N`,
-// `# fail N`, …) stay the last lines, with `# skipped N` counting skipped suites too (node counts a
-// suite skipped as a whole as nothing). The account ends with one line saying what to install (the
-// Debian packages that skip reasons name as "(Debian packages: …)", see test/helpers/requirements.ts)
-// and whether TEST_DATABASE_URL is wanted. With CI set, any skip fails the run: in CI a skip means a
-// dependency is missing, and a suite that did not run proves nothing. Tests left out on purpose
+// several files at once (each file makes its own databases, ports, MapServer workers and MQTT
+// listeners, so files do not meet), longest first, and says what was skipped and why. Node's TAP
+// output is passed through as it comes; its closing lines (`# tests N`, `# pass N`, `# fail N`, …)
+// stay the last lines, with `# skipped N` counting skipped suites too (node counts a suite skipped
+// as a whole as nothing). The account ends with one line saying what to install (the Debian packages
+// that skip reasons name as "(Debian packages: …)", see test/helpers/requirements.ts) and whether
+// TEST_DATABASE_URL is wanted. With CI set, any skip fails the run: in CI a skip means a dependency
+// is missing, and a suite that did not run proves nothing. Tests left out on purpose
 // (--test-name-pattern, --test-only) are counted apart and fail nothing.
 //
-//   node scripts/test.mjs [--node-test-option=value …] [test/area/*.test.ts …]
+//   node scripts/test.mjs [--concurrency=N] [--quick] [--update-durations] [--node-test-option=value …] [test/area/*.test.ts …]
+//
+// --concurrency=N (or TEST_CONCURRENCY): files run at once (default: see defaultConcurrency).
+// --quick: the inner loop: PGlite only, and no external program (MapServer, GDAL, PostGIS,
+//   Mosquitto, nginx, podman, kubectl, Python's GIS clients): the checks of
+//   test/helpers/requirements.ts answer "left out of the quick loop", and the files that need such a
+//   program throughout are not started at all (QUICK_LEFT_OUT). Skips fail nothing there.
+// --update-durations: after the run, stores each file's measured time in test/durations.json, which
+//   orders later runs longest first (a long file started last would be the run's tail).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -38,23 +47,103 @@ function findTests(dir) {
   return found.sort();
 }
 
+/**
+ * Files the quick loop does not start: every test in them needs PostgreSQL or an external program,
+ * so they would only start a process to skip. A file missing here costs the quick loop a few seconds,
+ * never a test (its checks skip what it cannot run).
+ */
+const QUICK_LEFT_OUT = [
+  'test/data-api/cache-control.test.ts', 'test/data-api/mqtt-cluster.test.ts', 'test/data-api/route-propagation.test.ts',
+  'test/db/postgis-start.test.ts', 'test/db/prepared-statements.test.ts',
+  'test/deploy/image.test.ts', 'test/deploy/kubernetes.test.ts', 'test/deploy/nginx-example.test.ts', 'test/docs/first-steps.test.ts',
+  'test/faults/database-faults.test.ts', 'test/faults/idempotency-after-kill.test.ts', 'test/faults/start-up.test.ts',
+  'test/ingest/sql-connector.test.ts', 'test/ingest/mqtt-connector.test.ts',
+  'test/ows/gdal-clients.test.ts', 'test/ows/gis-clients.test.ts', 'test/ows/mapserver-fair-queue.test.ts', 'test/ows/mapserver-no-network.test.ts',
+  'test/ows/mapserver-pool.test.ts', 'test/ows/ows-access.test.ts', 'test/ows/ows-canary.test.ts', 'test/ows/ows-fair-share.test.ts',
+  'test/ows/qgis-wms.test.ts', 'test/ows/wfs-wms.test.ts',
+  'test/pipelines/feature-pipeline.test.ts', 'test/pipelines/sql-pipeline.test.ts', 'test/pipelines/takeover.test.ts',
+];
+
+const DURATIONS_PATH = path.join(root, 'test', 'durations.json');
+
+/** Seconds per file as last stored (test/durations.json), {} when there is none. */
+function storedDurations() {
+  try {
+    return JSON.parse(fs.readFileSync(DURATIONS_PATH, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The files, longest first by their stored time, so that no long file starts last and becomes the
+ * run's tail. A file without a stored time (a new one) counts as the longest: it may be.
+ */
+function longestFirst(list) {
+  const seconds = storedDurations();
+  const known = (file) => seconds[file] ?? Number.POSITIVE_INFINITY;
+  return [...list].sort((a, b) => known(b) - known(a) || a.localeCompare(b));
+}
+
+/** Writes the measured seconds of every file of this run into test/durations.json, keeping the others. */
+function storeDurations(measured) {
+  const seconds = storedDurations();
+  for (const { file, ms } of measured) seconds[path.relative(root, file)] = Math.round(ms / 100) / 10;
+  const sorted = Object.fromEntries(Object.entries(seconds).sort(([a], [b]) => a.localeCompare(b)));
+  fs.writeFileSync(DURATIONS_PATH, `${JSON.stringify(sorted, null, 2)}\n`);
+}
+
+/** The three files that took longest in this run, for the closing account. */
+const slowest = (measured) => [...measured].sort((a, b) => b.ms - a.ms).slice(0, 3)
+  .map(({ file, ms }) => `${path.relative(root, file)} ${(ms / 1000).toFixed(0)} s`).join(', ') || 'none measured';
+
+/**
+ * Files run at once. Most of a file's time is spent waiting on real processes (PostgreSQL,
+ * MapServer, Mosquitto, child servers), so more files than cores fit: DEFAULT_FILES_PER_CORE was
+ * measured on 2 cores (see docs/tests.md). TEST_CONCURRENCY or --concurrency overrides it.
+ */
+const DEFAULT_FILES_PER_CORE = 1.5;
+function concurrencyOf(setting) {
+  if (setting === undefined || setting === '') return Math.max(1, Math.round(os.availableParallelism() * DEFAULT_FILES_PER_CORE));
+  const n = Number(setting);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`the concurrency must be a whole number of at least 1, not ${setting}`);
+    process.exit(2);
+  }
+  return n;
+}
+
 const args = process.argv.slice(2);
-const nodeOptions = args.filter((arg) => arg.startsWith('--'));
+const ownOption = (name) => args.find((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+const quick = ownOption('quick') !== undefined;
+const updateDurations = ownOption('update-durations') !== undefined;
+const concurrency = concurrencyOf(ownOption('concurrency')?.split('=')[1] ?? process.env['TEST_CONCURRENCY']);
+const OWN_OPTIONS = ['--quick', '--update-durations', '--concurrency'];
+const nodeOptions = args.filter((arg) => arg.startsWith('--') && !OWN_OPTIONS.some((own) => arg === own || arg.startsWith(`${own}=`)));
 const given = args.filter((arg) => !arg.startsWith('--'));
-const files = given.length > 0 ? given : findTests(path.join(root, 'test'));
+const found = given.length > 0 ? given : findTests(path.join(root, 'test'));
+const files = longestFirst(quick ? found.filter((file) => !QUICK_LEFT_OUT.some((left) => file === left || file.startsWith(left))) : found);
 if (files.length === 0) {
   console.error('no test files found under test/');
   process.exit(1);
 }
 
-const skipsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'test-skips-')), 'skips.jsonl');
+const accountDir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-account-'));
+const skipsFile = path.join(accountDir, 'skips.jsonl');
+const durationsFile = path.join(accountDir, 'durations.jsonl');
 const tsxCli = createRequire(import.meta.url).resolve('tsx/cli');
+const childEnv = { ...process.env };
+if (quick) {
+  childEnv['TEST_QUICK'] = '1';
+  delete childEnv['TEST_DATABASE_URL'];
+}
 const child = spawn(process.execPath, [
-  tsxCli, '--test', '--test-concurrency=1',
+  tsxCli, '--test', `--test-concurrency=${Math.min(concurrency, files.length)}`,
   '--test-reporter=tap', '--test-reporter-destination=stdout',
   `--test-reporter=${path.join(root, 'scripts', 'test-skips-reporter.mjs')}`, `--test-reporter-destination=${skipsFile}`,
+  `--test-reporter=${path.join(root, 'scripts', 'test-durations-reporter.mjs')}`, `--test-reporter-destination=${durationsFile}`,
   ...nodeOptions, ...files,
-], { cwd: root, stdio: ['inherit', 'pipe', 'inherit'] });
+], { cwd: root, env: childEnv, stdio: ['inherit', 'pipe', 'inherit'] });
 // Ctrl-C reaches the child too (same process group); this process waits for it to finish its report.
 process.on('SIGINT', () => {});
 process.on('SIGTERM', () => child.kill('SIGTERM'));
@@ -69,10 +158,11 @@ lines.on('line', (line) => {
 });
 const [exitCode, signal] = await new Promise((resolve) => child.on('close', (code, sig) => resolve([code, sig])));
 
-const allSkipped = fs.existsSync(skipsFile)
-  ? fs.readFileSync(skipsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
-  : [];
-fs.rmSync(path.dirname(skipsFile), { recursive: true, force: true });
+const jsonLines = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)) : []);
+const allSkipped = jsonLines(skipsFile);
+const measured = jsonLines(durationsFile);
+fs.rmSync(accountDir, { recursive: true, force: true });
+if (updateDurations) storeDurations(measured);
 const unselected = allSkipped.filter((skip) => NOT_SELECTED.has(skip.reason));
 const skips = allSkipped.filter((skip) => !NOT_SELECTED.has(skip.reason));
 
@@ -119,9 +209,11 @@ if (skips.length > 0) {
       }
     }
   }
-  if (inCi) report.push(`CI is set: ${skips.length} skipped means a dependency is missing here, and the run FAILS.`);
+  if (quick) report.push('The quick loop skips what needs PostgreSQL or an external program: npm test runs everything.');
+  else if (inCi) report.push(`CI is set: ${skips.length} skipped means a dependency is missing here, and the run FAILS.`);
   report.push(installLine());
 }
+report.push(`Files: ${files.length}, ${Math.min(concurrency, files.length)} at a time${quick ? ' (the quick loop)' : ''}; the slowest: ${slowest(measured)}.`);
 for (const line of report) process.stdout.write(`# ${line}\n`);
 for (const line of closing) {
   process.stdout.write(`${/^# skipped \d+$/.test(line) ? `# skipped ${allSkipped.length}` : line}\n`);
@@ -129,4 +221,4 @@ for (const line of closing) {
 
 if (signal) process.exit(1);
 if (exitCode !== 0) process.exit(exitCode ?? 1);
-process.exit(inCi && skips.length > 0 ? 1 : 0);
+process.exit(inCi && !quick && skips.length > 0 ? 1 : 0);

@@ -4,7 +4,8 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, request } from '../faults/harness.js';
+import { request } from '../faults/harness.js';
+import { freePorts } from '../helpers/ports.js';
 import { ADMIN_EMAIL, DEV_PASSWORD, REALM } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 import { createRunDatabase, type RunDatabase } from './database.js';
@@ -19,8 +20,6 @@ import { startNginx, type Nginx } from './nginx.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER = path.join(ROOT, 'dist', 'server.js');
-/** Ports other tests use (the defaults and the machine's broker): never handed to a replica. */
-const RESERVED_PORTS = new Set([8080, 8081, 8090, 1883, 1884]);
 
 export interface ClusterOptions {
   replicas: number;
@@ -63,17 +62,6 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-async function freePorts(count: number, taken: Set<number>): Promise<number[]> {
-  const ports: number[] = [];
-  while (ports.length < count) {
-    const port = await freePort();
-    if (RESERVED_PORTS.has(port) || taken.has(port)) continue;
-    taken.add(port);
-    ports.push(port);
-  }
-  return ports;
-}
-
 function tail(file: string, lines: number): string {
   if (!existsSync(file)) return '(no log)';
   return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
@@ -110,8 +98,7 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   if (!existsSync(SERVER)) throw new Error(`${SERVER} is missing: run npm run build`);
   const dir = mkdtempSync(path.join(tmpdir(), 'cluster-'));
-  const taken = new Set<number>();
-  const [nginxApi, nginxData, nginxIdp, idpPort] = await freePorts(4, taken);
+  const [nginxApi, nginxData, nginxIdp, idpPort] = await freePorts(4);
   const apiUrl = `http://127.0.0.1:${nginxApi}`;
   const dataUrl = `http://127.0.0.1:${nginxData}`;
   // The issuer is the public (nginx) URL: tokens name it, and the replicas fetch its keys there.
@@ -119,7 +106,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const idpOwnUrl = `http://127.0.0.1:${idpPort}`;
   const replicas: Replica[] = [];
   for (let index = 0; index < options.replicas; index++) {
-    const [api, data, mqtt] = await freePorts(3, taken);
+    const [api, data, mqtt] = await freePorts(3);
     replicas.push({ index, ports: { api: api!, data: data!, mqtt: mqtt! }, logFile: path.join(dir, `replica-${index}.log`), process: null });
   }
 

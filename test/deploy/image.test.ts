@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { missing, requirePodman } from '../helpers/requirements.js';
+import { freePorts } from '../helpers/ports.js';
 import { freshPostgresDatabase } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 import { buildNodeBase, type BaseImageTimings } from './image-base.js';
@@ -37,18 +37,6 @@ const DRAIN_BOUND_MS = 10_000;
 const STOP_GRACE_S = 20;
 
 const postgres = process.env['TEST_DATABASE_URL'] ? null : 'needs TEST_DATABASE_URL (the container runs against that server)';
-
-/** Three ports nothing listens on now (the defaults 8080, 8081 and 1884 may be other tests'). */
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(server));
-  })));
-  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
 
 /** The status of a GET, or null when nothing answers (yet). */
 async function statusOf(url: string): Promise<number | null> {

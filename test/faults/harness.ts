@@ -3,20 +3,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN_EMAIL, DEV_PASSWORD, REALM, type TestApp } from '../helpers/test-app.js';
+import { freePort } from '../helpers/ports.js';
+
+export { freePort };
 
 /**
  * What the fault tests need around the real program: free ports, the server as a child process
  * (its log lines collected), a TCP proxy that can cut the database off and bring it back, and
  * plain HTTP requests each on a connection of its own.
  */
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Polls `check` until it returns a value other than undefined, or fails after `ms`. */
 export async function eventually<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {

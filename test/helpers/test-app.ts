@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { test } from 'node:test';
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { SignJWT, type JWTPayload } from 'jose';
@@ -11,6 +10,7 @@ import { buildApp } from '../../src/app.js';
 import { buildIdpApp } from '../../src/idp/idp.app.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { getRealmKey } from '../../src/idp/realm-keys.js';
+import { freePort } from './ports.js';
 import type { AppContext } from '../../src/context.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -44,11 +44,8 @@ let idp: Promise<{ url: string; app: FastifyInstance }> | null = null;
 /** One real development identity provider per test process, listening on a free loopback port. */
 export function testIdp() {
   idp ??= (async () => {
-    const app = await buildIdpApp({ idpUrl: 'http://127.0.0.1:0', password: DEV_PASSWORD, tokenTtlSeconds: 300 });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = app.server.address() as AddressInfo;
-    await app.close();
-    // Rebuild with the real URL so that issuers and endpoints name the listening port.
+    // The port first (issuers and endpoints name it), from this process's own block of test ports.
+    const port = await freePort();
     const real = await buildIdpApp({ idpUrl: `http://127.0.0.1:${port}`, password: DEV_PASSWORD, tokenTtlSeconds: 300 });
     await real.listen({ host: '127.0.0.1', port });
     // Idle keep-alive sockets and the listener must not keep a finished test process alive.

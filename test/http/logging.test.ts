@@ -6,7 +6,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
 import { createTokenVerifier } from '../../src/http/token-verifier.js';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../helpers/ports.js';
 
 // Logs are JSON lines carrying the request id; a bearer token never appears in them.
 describe('request logs', () => {
@@ -55,13 +55,8 @@ describe('an identity provider that cannot be reached', () => {
   after(async () => { await t.close(); });
 
   test('answers 401 "identity provider unavailable" and logs the URL that failed, for the operator', async () => {
-    // A port nothing listens on: bound and closed again.
-    const closed = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as AddressInfo;
-        server.close(() => resolve(port));
-      });
-    });
+    // A port nothing listens on (one of this process's own: no other test binds it meanwhile).
+    const closed = await freePort();
     const issuer = `http://127.0.0.1:${closed}/realms/platform`;
     const lines: string[] = [];
     const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '../helpers/ports.js';
 import { after, before, describe, it } from 'node:test';
 import { httpConnector } from '../../src/ingest/connectors/http.js';
 import type { Connector } from '../../src/ingest/types.js';
@@ -131,10 +132,8 @@ describe('HTTP polling connector', () => {
   });
 
   it('a refused connection and a body that is not JSON are RETRYING', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
+    // A port nothing listens on (one of this process's own: no other test binds it meanwhile).
+    const port = await freePort();
     const refused = await start('/', { url: `http://127.0.0.1:${port}/gone` });
     handlers.set('/text', (_request, response) => void response.writeHead(200, { 'content-type': 'text/plain' }).end('not json'));
     const text = await start('/text');

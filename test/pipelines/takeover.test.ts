@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/ports.js';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -47,13 +47,6 @@ function startWorker(databaseUrl: string): Worker {
   });
   return worker;
 }
-
-const freePort = () => new Promise<number>((resolve) => {
-  const server = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number };
-    server.close(() => resolve(port));
-  });
-});
 
 describe('takeover after kill -9 (postgres)', { skip: !process.env['TEST_DATABASE_URL'] ? 'needs TEST_DATABASE_URL' : mosquittoMissing }, () => {
   let t: TestApp;
