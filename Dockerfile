@@ -1,5 +1,5 @@
 # The city data platform's image: one program whose mode is its argument (api, data-api, idp, worker,
-# all; see README "Processes" and "Container image").
+# all; see docs/configuration.md "Processes" and docs/production.md "Container image").
 #
 #   docker build -t city-data-platform .
 #   podman build --format docker -t city-data-platform .   # docker format: OCI images drop HEALTHCHECK
@@ -61,7 +61,8 @@ USER 10001:10001
 EXPOSE 8080 8081 1884
 
 # Ready means the database answers too. Node's fetch, since the slim base has no curl. It asks PORT,
-# the management API's port: in mode data-api give the probe DATA_PORT instead (README).
+# the management API's port: in mode data-api give the probe DATA_PORT instead (docs/production.md,
+# "Container image").
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT || 8080}/health/ready`, { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 

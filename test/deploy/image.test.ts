@@ -75,7 +75,7 @@ describe('the container image (podman)', { skip: missing(requirePodman(), postgr
     imagesBefore = new Set((await podman(['images', '--all', '--quiet', '--no-trunc'])).stdout.split('\n').filter(Boolean));
 
     Object.assign(timings, await buildNodeBase(BASE_TAG, workDir, logFile, podman));
-    // --format docker: the OCI format has no HEALTHCHECK, and docker builds keep it; see README.
+    // --format docker: the OCI format has no HEALTHCHECK, and docker builds keep it; see docs/production.md ("Container image").
     const build = await podman([
       'build', '--format', 'docker', '--build-arg', `NODE_IMAGE=${BASE_TAG}`, '--tag', IMAGE_TAG, ROOT,
     ], { timeoutMs: 900_000 });

@@ -206,6 +206,30 @@ export function requireMosquitto(): Promise<string | null> {
   return brokerCheck;
 }
 
+/**
+ * curl and jq, which the README's shell examples use: test/docs/first-steps.test.ts runs its first
+ * steps with them as a reader would.
+ */
+export function requireCurlAndJq(): string | null {
+  const absent = ['curl', 'jq'].filter((tool) => !findExecutable(tool));
+  return absent.length === 0 ? null : `${absent.join(' and ')} not installed (Debian packages: curl jq)`;
+}
+
+/** The nginx binary (Debian puts it in /usr/sbin, which is not on every user's PATH), or null. */
+export function locateNginx(): string | null {
+  return findExecutable('nginx', ['/usr/sbin', '/usr/local/sbin', '/usr/local/nginx/sbin']);
+}
+
+/** nginx, for checking the operators' example configuration (deploy/nginx/) with `nginx -t`. */
+export function requireNginx(): string | null {
+  return locateNginx() ? null : 'nginx is not installed (Debian packages: nginx)';
+}
+
+/** openssl's command line tool (Debian: openssl), for a throwaway self-signed certificate. */
+export function requireOpenssl(): string | null {
+  return findExecutable('openssl') ? null : 'openssl is not installed (Debian packages: openssl)';
+}
+
 /** kubectl, whose built-in kustomize renders deploy/kubernetes; any kubectl on the PATH will do. */
 export function locateKubectl(): string | null {
   return findExecutable('kubectl');

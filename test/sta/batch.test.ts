@@ -56,7 +56,7 @@ for (const kind of databaseKinds()) {
       assert.match(minimal.headers.location, /\/Things\(\d+\)$/);
     });
 
-    test("the README's example: a Location posted below $t joins the Thing; a GET of $t with options", async () => {
+    test("the example of docs/data-api.md: a Location posted below $t joins the Thing; a GET of $t with options", async () => {
       const answers = await batch([
         { id: 't', atomicityGroup: 'g', method: 'post', url: 'Things', body: { name: 'Station 2', description: 'harbour' } },
         { id: 'l', atomicityGroup: 'g', method: 'post', url: '$t/Locations', body: location('Pier') },
