@@ -1,27 +1,7 @@
-import pg from 'pg';
+import { withClient } from '../test/helpers/database-beside.js';
 
 /** A fresh database on the benchmark's PostgreSQL server, dropped by `drop()`. */
-export async function createDatabase(serverUrl: string, prefix: string): Promise<{ name: string; url: string; drop(): Promise<void> }> {
-  const name = `${prefix}_${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_${process.pid}`;
-  await withClient(serverUrl, (client) => client.query(`create database ${name}`));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    name,
-    url: url.toString(),
-    drop: () => withClient(serverUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
-  };
-}
-
-export async function withClient<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await use(client);
-  } finally {
-    await client.end();
-  }
-}
+export { createDatabaseBeside as createDatabase, withClient } from '../test/helpers/database-beside.js';
 
 export const SEED = {
   users: 10_000,

@@ -8,7 +8,7 @@ import { request } from '../faults/harness.js';
 import { freePorts } from '../helpers/ports.js';
 import { ADMIN_EMAIL, DEV_PASSWORD, REALM } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
-import { createRunDatabase, type RunDatabase } from './database.js';
+import { createDatabaseBeside, type DatabaseBeside } from '../helpers/database-beside.js';
 import { startNginx, type Nginx } from './nginx.js';
 
 /**
@@ -42,7 +42,7 @@ export interface Replica {
 
 export interface Cluster {
   dir: string;
-  database: RunDatabase;
+  database: DatabaseBeside;
   nginx: Nginx;
   /** nginx's public URLs: the management API, the data API, and MQTT over WebSocket. */
   apiUrl: string;
@@ -110,7 +110,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     replicas.push({ index, ports: { api: api!, data: data!, mqtt: mqtt! }, logFile: path.join(dir, `replica-${index}.log`), process: null });
   }
 
-  let database: RunDatabase | null = null;
+  let database: DatabaseBeside | null = null;
   let idp: ChildProcess | null = null;
   let nginx: Nginx | null = null;
   const idpLog = path.join(dir, 'idp.log');
@@ -176,7 +176,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   process.once('exit', killLeftovers);
 
   try {
-    database = await createRunDatabase(options.serverUrl);
+    database = await createDatabaseBeside(options.serverUrl, 'cluster');
     idp = spawnServer('idp', {
       NODE_ENV: 'development', DEV_IDP: 'on', HOST: '127.0.0.1', IDP_PORT: String(idpPort), IDP_URL: idpUrl, LOG_LEVEL: 'warn',
       // Tokens outlive a run (a benchmark's too): the default 300 s would expire under load.

@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { SignJWT, type JWTPayload } from 'jose';
 import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/runtime.js';
@@ -11,6 +9,7 @@ import { buildIdpApp } from '../../src/idp/idp.app.js';
 import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { getRealmKey } from '../../src/idp/realm-keys.js';
 import { freePort } from './ports.js';
+import { createDatabaseBeside, type DatabaseBeside } from './database-beside.js';
 import type { AppContext } from '../../src/context.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -56,31 +55,9 @@ export function testIdp() {
   return idp;
 }
 
-export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const adminUrl = process.env['TEST_DATABASE_URL']!;
-  const name = `test_${Date.now()}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      // pg-pool's end() resolves before its sockets are closed; dropping "with (force)" while one
-      // is still closing kills it and surfaces as an error outside any test. Wait (bounded) first.
-      for (let attempt = 0; attempt < 50; attempt++) {
-        const { rows } = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [name]);
-        if (rows[0].n === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    },
-  };
+/** A database of its own on the server of TEST_DATABASE_URL (see database-beside.ts). */
+export function freshPostgresDatabase(): Promise<DatabaseBeside> {
+  return createDatabaseBeside(process.env['TEST_DATABASE_URL']!, 'test');
 }
 
 export interface TestApp {
