@@ -99,7 +99,10 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
   let decided = decideRequest(request, routeNow(), address, ctx);
   // A refusal made on the table's copy is checked against the route version first: a release or an
   // opening that committed before this request is served even before its NOTIFY or the next poll.
-  if (address && decided.outcome !== 'allow' && await routes.catchUp()) decided = decideRequest(request, routeNow(), address, ctx);
+  if (address && decided.outcome !== 'allow') {
+    await routes.catchUp();
+    decided = decideRequest(request, routeNow(), address, ctx);
+  }
   switch (decided.outcome) {
     case 'multipart-elsewhere':
       throw multipartElsewhere();

@@ -63,7 +63,7 @@ export class RouteTable {
   private listener: Listener | null = null;
   private reloading: Promise<void> | null = null;
   private reloadAgain = false;
-  private nextCatchUp: Promise<boolean> | null = null;
+  private nextCatchUp: Promise<void> | null = null;
 
   constructor(private readonly db: Database, private readonly options: RouteTableOptions) {}
 
@@ -111,22 +111,20 @@ export class RouteTable {
 
   /**
    * Brings the table up to the route version as of now, for a request about to be refused on what
-   * the table holds (no route, or not open to this caller): true when that reloaded the table, so
-   * that the request is decided again. The version read starts after this call, in the next turn of
-   * the event loop, and is shared by every refusal of that turn (a client probing unknown paths
-   * costs one query per turn, not one per request). A failed read answers false: with the database
-   * down nothing newer can be known, and the table's answer stands.
+   * the table holds (no route, or not open to this caller): the request is then decided again on
+   * the table as it is (whoever reloaded it meanwhile). The version read starts after this call, in
+   * the next turn of the event loop, and is shared by every refusal of that turn (a client probing
+   * unknown paths costs one query per turn, not one per request). A failed read leaves the table as
+   * it is: with the database down nothing newer can be known.
    */
-  catchUp(): Promise<boolean> {
+  catchUp(): Promise<void> {
     this.nextCatchUp ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
       this.nextCatchUp = null;
-      const before = this.routes;
       try {
         await this.reloadIfBehind();
       } catch (error) {
         this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: could not read the route version before refusing a request');
       }
-      return this.routes !== before;
     });
     return this.nextCatchUp;
   }
@@ -139,30 +137,38 @@ export class RouteTable {
     }
   }
 
-  /** One reload at a time; a change announced during a reload causes exactly one more. */
+  /**
+   * One reload at a time. Whoever asks for one while one runs gets a read that starts after the
+   * asking (one more round of the running loop, shared by everyone who asked meanwhile).
+   */
   reload(): Promise<void> {
-    if (this.reloading) {
-      this.reloadAgain = true;
-      return this.reloading;
-    }
-    this.reloading = (async () => {
-      do {
-        this.reloadAgain = false;
-        try {
-          // The version is read first: a change committed during the read makes the next poll reload again.
-          const version = await routeVersion(this.db);
-          const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
-          this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
-            datasetId: row.dataset_id, slug: row.slug, standard: row.standard,
-            openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema, upstreamUrl: row.upstream_url,
-          }]));
-          this.loadedVersion = version;
-          this.options.onReload?.([...this.routes.values()]);
-        } catch (error) {
-          this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: reload failed; keeping the last known routes');
-        }
-      } while (this.reloadAgain);
-    })().finally(() => { this.reloading = null; });
+    this.reloadAgain = true;
+    this.reloading ??= this.reloadRounds();
     return this.reloading;
+  }
+
+  private async reloadRounds(): Promise<void> {
+    // Not before `reloading` holds this promise: the loop below must never end unseen by reload().
+    await null;
+    while (this.reloadAgain) {
+      this.reloadAgain = false;
+      try {
+        // The version is read first: a change committed during the read makes the next poll reload again.
+        const version = await routeVersion(this.db);
+        const rows = await this.db.selectFrom('gateway_routes').selectAll().execute();
+        this.routes = new Map(rows.map((row) => [key(row.dataset_id, row.slug), {
+          datasetId: row.dataset_id, slug: row.slug, standard: row.standard,
+          openDataAccess: row.open_data_access, datapoolId: row.datapool_id, storageSchema: row.storage_schema, upstreamUrl: row.upstream_url,
+        }]));
+        this.loadedVersion = version;
+        this.options.onReload?.([...this.routes.values()]);
+      } catch (error) {
+        this.options.log.warn({ err: { message: (error as Error).message } }, 'gateway routes: reload failed; keeping the last known routes');
+      }
+    }
+    // In the same synchronous step as the last check of reloadAgain: a reload() asked for after that
+    // check starts a loop of its own instead of joining this finished one (with `.finally` it could
+    // join in between, and be answered by a read that started before it asked).
+    this.reloading = null;
   }
 }

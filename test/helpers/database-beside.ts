@@ -23,10 +23,13 @@ export async function withClient<T>(url: string, use: (client: pg.Client) => Pro
   }
 }
 
-/** `prefix` names what it is for (test, cluster, bench_sta), for whoever lists the server's databases. */
-export async function createDatabaseBeside(serverUrl: string, prefix: string): Promise<DatabaseBeside> {
+/**
+ * `prefix` names what it is for (test, cluster, bench_sta), for whoever lists the server's
+ * databases; `template`, a database to copy (see postgres-template.ts), else an empty one.
+ */
+export async function createDatabaseBeside(serverUrl: string, prefix: string, template?: string): Promise<DatabaseBeside> {
   const name = `${prefix}_${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
-  await withClient(serverUrl, (client) => client.query(`create database ${name}`));
+  await withClient(serverUrl, (client) => client.query(`create database ${name}${template ? ` template ${template}` : ''}`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   let dropped: Promise<void> | null = null;

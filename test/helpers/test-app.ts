@@ -10,6 +10,8 @@ import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { getRealmKey } from '../../src/idp/realm-keys.js';
 import { freePort } from './ports.js';
 import { createDatabaseBeside, type DatabaseBeside } from './database-beside.js';
+import { migratedPgliteSnapshot } from './pglite-snapshot.js';
+import { migratedTemplate } from './postgres-template.js';
 import type { AppContext } from '../../src/context.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -55,9 +57,15 @@ export function testIdp() {
   return idp;
 }
 
-/** A database of its own on the server of TEST_DATABASE_URL (see database-beside.ts). */
+/** An empty database of its own on the server of TEST_DATABASE_URL (see database-beside.ts). */
 export function freshPostgresDatabase(): Promise<DatabaseBeside> {
   return createDatabaseBeside(process.env['TEST_DATABASE_URL']!, 'test');
+}
+
+/** The same, migrated already (a copy of the run's template: see postgres-template.ts). */
+async function migratedPostgresDatabase(): Promise<DatabaseBeside> {
+  const serverUrl = process.env['TEST_DATABASE_URL']!;
+  return createDatabaseBeside(serverUrl, 'test', await migratedTemplate(serverUrl));
 }
 
 export interface TestApp {
@@ -76,9 +84,11 @@ export interface TestApp {
 
 export async function buildTestApp(kind: DatabaseKind, env: Record<string, string> = {}): Promise<TestApp> {
   const { url: idpUrl } = await testIdp();
-  const database = kind === 'postgres' ? await freshPostgresDatabase() : null;
+  const database = kind === 'postgres' ? await migratedPostgresDatabase() : null;
   const config = loadConfig({ IDP_URL: idpUrl, LOG_LEVEL: 'silent', ...env });
-  const ctx = await createContext(config, { url: database?.url ?? null, dataDir: null, poolSize: 5 });
+  const ctx = await createContext(config, database
+    ? { url: database.url, dataDir: null, poolSize: 5 }
+    : { url: null, dataDir: null, pgliteSnapshot: await migratedPgliteSnapshot() });
   const app = await buildApp(ctx);
   await app.ready();
 

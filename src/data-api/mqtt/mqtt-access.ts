@@ -81,8 +81,10 @@ export class MqttAccess {
       return { ...decidePayloadAccess(this.callerNow(session), route, operation), ...(route ? { route } : {}) };
     };
     const decided = decide();
+    if (decided.outcome === 'allow') return decided;
     // As on HTTP: a refusal first reads the route version (a release committed before this packet is known).
-    return decided.outcome !== 'allow' && await this.deps.routes.catchUp() ? decide() : decided;
+    await this.deps.routes.catchUp();
+    return decide();
   }
 
   /**
