@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import { PGlite } from '@electric-sql/pglite';
@@ -25,9 +26,9 @@ export interface DatabaseTarget {
   /** PostgreSQL: how many statement texts a process runs as named (prepared) statements; 0: none (see prepared-statements.ts). */
   preparedStatements?: number;
   /**
-   * In-memory PGlite only: a data directory to start from (a `pgliteSnapshot` of a database already
-   * made and migrated) instead of a new one: the test suites start hundreds of databases, and
-   * creating each from nothing costs seconds of CPU.
+   * PGlite: a data directory to start from (a `pgliteSnapshot` of a database already made and
+   * migrated) when there is none yet, instead of creating one: the test suites start hundreds of
+   * databases, and creating each from nothing costs seconds of CPU. An existing DATA_DIR ignores it.
    */
   pgliteSnapshot?: Blob;
 }
@@ -73,13 +74,15 @@ export function openDatabase(target: DatabaseTarget, log: ConnectionLog = { warn
     connectionCounters.set(db, () => ({ total: pool.pg.totalCount, idle: pool.pg.idleCount, waiting: pool.pg.waitingCount }));
     return db;
   }
+  // A new directory starts from the snapshot when there is one (PGlite unpacks it there).
+  const fromSnapshot = target.pgliteSnapshot && !(target.dataDir && existsSync(join(target.dataDir, 'PG_VERSION'))) ? target.pgliteSnapshot : null;
   if (target.dataDir) {
     mkdirSync(target.dataDir, { recursive: true });
-    initialisePgliteDirectory(target.dataDir, PGLITE_SETTINGS);
+    if (!fromSnapshot) initialisePgliteDirectory(target.dataDir, PGLITE_SETTINGS);
   }
   const pglite = new PGlite({
     ...(target.dataDir ? { dataDir: target.dataDir } : {}),
-    ...(target.pgliteSnapshot && !target.dataDir ? { loadDataDir: target.pgliteSnapshot } : {}),
+    ...(fromSnapshot ? { loadDataDir: fromSnapshot } : {}),
     parsers: { 20: (value: string) => Number(value) },
     postgresqlconf: PGLITE_SETTINGS,
     // Trigram indexes keep substring searches (`q=`) fast on large lists; PostgreSQL ships it too.

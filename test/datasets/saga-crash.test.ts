@@ -10,6 +10,7 @@ import { createContext } from '../../src/runtime.js';
 import { buildApp } from '../../src/app.js';
 import { datasetSagas } from '../../src/modules/datasets/index.js';
 import { ADMIN_EMAIL, databaseKinds, freshPostgresDatabase, testIdp, DEV_PASSWORD } from '../helpers/test-app.js';
+import { migratedPgliteSnapshot } from '../helpers/pglite-snapshot.js';
 
 /**
  * The dataset sagas survive kill -9: a real worker process is killed inside each step of the
@@ -35,7 +36,7 @@ for (const kind of databaseKinds()) {
     /** The application in this process, its own saga worker never started: the child processes run the sagas. */
     async function withApp<T>(use: (call: (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) => Promise<{ status: number; body: any }>, db: any) => Promise<T>): Promise<T> {
       const { url: idpUrl } = await testIdp();
-      const ctx = await createContext(loadConfig({ IDP_URL: idpUrl, LOG_LEVEL: 'silent' }), { url: postgres?.url ?? null, dataDir });
+      const ctx = await createContext(loadConfig({ IDP_URL: idpUrl, LOG_LEVEL: 'silent' }), { url: postgres?.url ?? null, dataDir, ...(dataDir ? { pgliteSnapshot: await migratedPgliteSnapshot() } : {}) });
       const app = await buildApp(ctx);
       await app.ready();
       await ctx.sagas.stop();

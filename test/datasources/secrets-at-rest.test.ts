@@ -16,6 +16,7 @@ import { DataSourceSecretError, openedSourceConfiguration } from '../../src/modu
 import { ADMIN_EMAIL, DEV_PASSWORD, databaseKinds, freshPostgresDatabase, testIdp, type TestApp } from '../helpers/test-app.js';
 import { requestsOf } from '../helpers/requests.js';
 import { uniqueName } from '../helpers/factories.js';
+import { migratedPgliteSnapshot } from '../helpers/pglite-snapshot.js';
 
 /**
  * Data source secrets at rest (the contract's "Secrets at rest"): passwords and secret headers are
@@ -131,7 +132,7 @@ for (const kind of databaseKinds()) {
         cleanup = database.drop;
       } else {
         const dir = mkdtempSync(path.join(tmpdir(), 'secrets-at-rest-'));
-        target = { url: null, dataDir: path.join(dir, 'data') };
+        target = { url: null, dataDir: path.join(dir, 'data'), pgliteSnapshot: await migratedPgliteSnapshot() };
         cleanup = async () => rmSync(dir, { recursive: true, force: true });
       }
     };

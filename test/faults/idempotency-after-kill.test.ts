@@ -3,12 +3,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { decodeJwt } from 'jose';
 import { freshPostgresDatabase } from '../helpers/test-app.js';
 import { openDatabase } from '../../src/db/client.js';
 import { adminToken, eventually, request, serverPorts, startServer, type ChildServer } from './harness.js';
+import { prefilledPgliteDirectory } from '../helpers/pglite-snapshot.js';
 
 /**
  * An Idempotency-Key whose first request died with its process (kill -9) must not block the retry:
@@ -100,6 +101,7 @@ describe('idempotency after kill -9 (postgres)', { skip: !POSTGRES && 'needs TES
 
 describe('idempotency after kill -9 (pglite)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'idempotency-'));
+  before(() => prefilledPgliteDirectory(dataDir));
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('clears the placeholder a killed process left, so the retry runs at once', async () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { databaseKinds, freshPostgresDatabase } from '../helpers/test-app.js';
 import { adminToken, request, serverPorts, startServer, type ChildServer } from './harness.js';
+import { prefilledPgliteDirectory } from '../helpers/pglite-snapshot.js';
 
 /**
  * SIGTERM with writes in flight, on separate connections (some accepted but not yet parsed when
@@ -28,6 +29,7 @@ for (const kind of databaseKinds()) {
         cleanUp = database.drop;
       } else {
         const dataDir = mkdtempSync(join(tmpdir(), 'shutdown-'));
+        await prefilledPgliteDirectory(dataDir);
         env = { DATA_DIR: dataDir };
         cleanUp = async () => rmSync(dataDir, { recursive: true, force: true });
       }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { openDatabase, pgliteSnapshot } from '../../src/db/client.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 
@@ -55,4 +56,18 @@ export function migratedPgliteSnapshot(): Promise<Blob> {
     return new Blob([new Uint8Array(tarball)]);
   })();
   return snapshot;
+}
+
+/**
+ * A DATA_DIR for a service started as a child process, unpacked from the snapshot: the child opens
+ * a migrated database instead of creating one (where a test is not about the first start).
+ */
+export async function prefilledPgliteDirectory(dataDir: string): Promise<void> {
+  const db = openDatabase({ url: null, dataDir, pgliteSnapshot: await migratedPgliteSnapshot() });
+  try {
+    // Unpacked and started: closing earlier would leave a half-written directory.
+    await sql`select 1`.execute(db);
+  } finally {
+    await db.destroy();
+  }
 }

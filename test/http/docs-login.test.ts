@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request, startReadyServer, type ChildServer } from '../faults/harness.js';
+import { prefilledPgliteDirectory } from '../helpers/pglite-snapshot.js';
 
 /**
  * Swagger UI (/docs) logs in by itself: the OpenAPI document's `login` scheme is the development
@@ -145,6 +146,7 @@ describe('Swagger UI login', () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'docs-login-'));
     let server: ChildServer | undefined;
     try {
+      await prefilledPgliteDirectory(dataDir);
       server = await startReadyServer({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
       const doc = (await request(`${server.apiUrl}/openapi.json`)).body;
       const { tokenUrl } = doc.components.securitySchemes.login.flows.password;

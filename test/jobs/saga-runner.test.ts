@@ -10,6 +10,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { enqueueSaga, SagaRunner, type Saga } from '../../src/jobs/saga-runner.js';
 import { databaseKinds, freshPostgresDatabase } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
+import { migratedPgliteSnapshot } from '../helpers/pglite-snapshot.js';
 
 /**
  * The saga runner: steps in order, one transaction each; failures retried with backoff and then
@@ -54,7 +55,7 @@ for (const kind of databaseKinds()) {
     before(async () => {
       if (kind === 'postgres') postgres = await freshPostgresDatabase();
       else dataDir = mkdtempSync(join(tmpdir(), 'saga-'));
-      db = openDatabase({ url: postgres?.url ?? null, dataDir });
+      db = openDatabase({ url: postgres?.url ?? null, dataDir, ...(dataDir ? { pgliteSnapshot: await migratedPgliteSnapshot() } : {}) });
       await migrateToLatest(db);
       await MARKS.execute(db);
     });
