@@ -27,8 +27,8 @@ import { auditRoutes } from './modules/audit/index.js';
 import { accessExplainRoutes } from './modules/access-explain/index.js';
 import { styleRoutes } from './modules/styles/index.js';
 import { mappingRoutes } from './modules/mappings/index.js';
-import { pipelineRoutes } from './modules/pipelines/index.js';
-import { dataSourceRoutes, existingDataSourceIds } from './modules/datasources/index.js';
+import { pipelineReleaseCheck, pipelineRoutes, pipelinesReadingDataSources, pipelinesReferringToMappings } from './modules/pipelines/index.js';
+import { dataSourceRoutes } from './modules/datasources/index.js';
 import { dataStructureRoutes } from './modules/datastructures/index.js';
 
 import { accessLogOptions } from './http/access-log.js';
@@ -124,7 +124,13 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
 
   // Sagas and pipelines run with the API, unless worker processes do them (BACKGROUND_WORK=off).
   if (ctx.config.backgroundWork) runBackgroundWork(app, ctx);
-  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
+  // A dataset's parts register what the datasets module asks of them (here the pipelines' stage and
+  // release checks), so that it imports none of them; the same for what refers to data sources and mappings.
+  const datasets = {
+    db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), upstreamOrigins: ctx.config.staUpstream.origins,
+    partChecks: [pipelineReleaseCheck],
+  };
+  const sources = { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets, referrers: [pipelinesReadingDataSources] };
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
@@ -139,9 +145,9 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(accessExplainRoutes, { ctx });
     // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
-    await v1.register(mappingRoutes, { datasets });
+    await v1.register(mappingRoutes, { datasets, referrers: [pipelinesReferringToMappings] });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl, pipelinesChanged: () => ctx.pipelines.kick() });
-    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources, datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 
