@@ -9,11 +9,9 @@ import { AppError, accessDenied, notFound, validationFailed, type FieldError } f
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { enqueueSaga } from '../../jobs/saga-runner.js';
-import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { loadAssignmentsOfScope, recordCascadingAssignmentDeletes, replaceScopedAssignments, type Assignment } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
 import { actorPayload, recordDatasetEvent } from './dataset-audit.js';
-import type { Assignment } from '../assignments/assignments.schemas.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
   DATASET_SORT_COLUMNS, deleteDatasetRow, findDatasetPage, findDatasetState, insertDataset, loadDatasets, lockDataset, setDatasetState,

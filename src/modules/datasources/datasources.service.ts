@@ -7,10 +7,8 @@ import { AppError, accessDenied, notFound, validationFailed, type FieldError } f
 import { assertIfMatch } from '../../http/etag.js';
 import { iso } from '../../http/resource.js';
 import { pageOf, parseSort } from '../../http/page.js';
-import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { loadAssignmentsOfScope, recordCascadingAssignmentDeletes, replaceScopedAssignments, type Assignment } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
-import type { Assignment } from '../assignments/assignments.schemas.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { assertUsableVersion, versionSummaries } from '../datastructures/index.js';
 import { missingForRelease, readConfiguration, writeConfiguration } from './configuration.js';

@@ -5,7 +5,7 @@ import type { Database } from '../../db/client.js';
 import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
 import { splitIds, type ListRequest } from '../../http/page.js';
 import { iso } from '../../http/resource.js';
-import { loadAssignments } from '../assignments/assignments.repo.js';
+import { loadAssignments } from '../assignments/index.js';
 import type { Group, GroupListQuery } from './groups.schemas.js';
 
 export const GROUP_SORT_COLUMNS: Record<string, string> = {
