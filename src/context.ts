@@ -1,6 +1,6 @@
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
-import type { Tenant } from './db/bootstrap.js';
+import type { Tenant } from './access/bootstrap.js';
 import type { TokenVerifier } from './http/token-verifier.js';
 import type { SagaRunner } from './jobs/saga-runner.js';
 import type { StaServer } from './sta/types.js';

@@ -6,7 +6,7 @@ import { describeConnectionError, isDatabaseUnavailable } from './db/connection-
 import { appliedMigrations, hasPendingMigrations, migrateToLatest } from './db/migrate.js';
 import { checkDatabasePrivileges } from './db/privileges.js';
 import { StartRefusedError } from './db/start-errors.js';
-import { bootstrap } from './db/bootstrap.js';
+import { bootstrap } from './access/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
 import { CallerCache } from './access/caller-cache.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
