@@ -1,7 +1,6 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Database } from '../../db/client.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { Pipeline, PipelineListQuery } from './pipelines.schemas.js';
 
