@@ -3,14 +3,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './context.js';
-import { validatorCompiler } from './http/validation.js';
-import { installProblemHandlers } from './http/problems.js';
-import { installJsonBodies } from './http/json-body.js';
-import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './http/framework-errors.js';
-import { authentication, type AuthenticationOptions } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
-import { requestIdOf } from './http/request-id.js';
-import { proxyTrustOf } from './http/trusted-proxies.js';
+import { baseServerOptions, installCommonPlumbing } from './http/common-plumbing.js';
 import { registerHealthRoutes } from './http/health.js';
 import { docsOAuth, docsSecurity } from './http/docs-login.js';
 import { runBackgroundWork } from './jobs/background-work.js';
@@ -30,44 +24,6 @@ import { mappingRoutes } from './modules/mappings/index.js';
 import { pipelineReleaseCheck, pipelineRoutes, pipelinesReadingDataSources, pipelinesReferringToMappings } from './modules/pipelines/index.js';
 import { dataSourceRoutes } from './modules/datasources/index.js';
 import { dataStructureRoutes } from './modules/datastructures/index.js';
-
-import { accessLogOptions } from './http/access-log.js';
-
-export const BODY_LIMIT_BYTES = 1024 * 1024;
-
-/** Fastify options shared by the management API and the data API gateway. */
-export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: FastifyServerOptions['loggerInstance'] | undefined): FastifyServerOptions {
-  return {
-    ...(logger ? { loggerInstance: logger } : { logger: false }),
-    ...accessLogOptions(),
-    bodyLimit: BODY_LIMIT_BYTES,
-    genReqId: requestIdOf,
-    // Behind trusted proxies (TRUST_PROXY) request.ip is the client they forwarded, not the proxy.
-    trustProxy: proxyTrustOf(ctx.config.trustProxy) ?? false,
-    return503OnClosing: true,
-    forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
-    ajv: { customOptions: { removeAdditional: false } },
-  };
-}
-
-/** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
-export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous' | 'acceptPersonalAccessTokens'> = {}) {
-  app.setValidatorCompiler(validatorCompiler);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  // A client that gives up (a closed tab, a timeout on its side) is routine, not a service error.
-  app.addHook('onRequestAbort', async (request) => {
-    request.log.info('client closed the connection before the answer');
-  });
-  // The management API takes the data API's JSON depth too: no body of either needs more.
-  installJsonBodies(app, { maxDepth: ctx.config.dataApi.limits.jsonMaxDepth });
-  installProblemHandlers(app);
-  await app.register(authentication, { verifier: ctx.verifier, callers: ctx.callers, ...options });
-}
 
 /**
  * The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import cors from '@fastify/cors';
 import replyFrom from '@fastify/reply-from';
 import type { AppContext } from '../context.js';
-import { baseServerOptions, installCommonPlumbing } from '../app.js';
+import { baseServerOptions, installCommonPlumbing } from '../http/common-plumbing.js';
 import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
 import { countRequests } from '../metrics/http.js';
