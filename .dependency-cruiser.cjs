@@ -4,7 +4,17 @@
  * a circle through types still means one module cannot be read without the other.
  *
  * The layers, lowest first. A file may import its own layer and the layers below it, never one
- * above. The README's "Architecture" section says what each layer holds.
+ * above:
+ * - foundation: errors, configuration, logger, util/ (no imports of ours);
+ * - db: the client, the schema type, migrations, SQL helpers that know no HTTP or access rules;
+ * - access: permissions, scopes, callers, the tenant's bootstrap, authorization in SQL;
+ * - plumbing: http/ (Fastify plumbing, schemas, paging envelope), jobs/ (sagas), metrics/;
+ * - ingest: pipelines at run time, through the small interfaces it declares (writers, catalog);
+ * - payload: the SensorThings server (sta/) and the OWS side (ows/), which implement ingest's writers;
+ * - listeners: the data API gateway with its MQTT broker (data-api/), the development IdP (idp/);
+ * - context: the AppContext type the modules receive (extends data-api's GatewayContext);
+ * - modules: the management API's resources (modules/<name>/), each reached through its index.ts;
+ * - composition: app.ts, worker.app.ts, runtime.ts, server.ts, which build and wire all the above.
  */
 const LAYERS = [
   { name: 'foundation', path: '^src/(util/|errors\\.ts$|config\\.ts$|logger\\.ts$)' },
@@ -20,8 +30,8 @@ const LAYERS = [
 ];
 
 /**
- * The only imports allowed to run up a layer (file to file), each with its reason; the README's
- * architecture section repeats them. Adding one needs the same: a reason a reader accepts, in one line.
+ * The only imports allowed to run up a layer (file to file), each with its reason. Adding one needs
+ * the same: a reason a reader accepts, in one line, here and in the README's architecture notes.
  */
 const ALLOWED_UPWARD = [
   // Migrations 0019 and 0020 bring each provisioned dataset's SensorThings tables up to date through
