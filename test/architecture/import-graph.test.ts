@@ -25,8 +25,9 @@ const describeViolation = (violation: IViolation) => {
 describe('the import graph of src/', () => {
   it('keeps every rule of .dependency-cruiser.cjs', async () => {
     const options = await extractDepcruiseOptions(path.join(root, '.dependency-cruiser.cjs'));
-    const tsConfig = extractTSConfig(path.join(root, 'tsconfig.json'));
-    const { output } = await cruise(['src'], { ...options, baseDir: root }, {}, { tsConfig });
+    const tsConfigFile = path.join(root, 'tsconfig.json');
+    // From the project root, wherever the runner was started.
+    const { output } = await cruise(['src'], { ...options, baseDir: root, tsConfig: { fileName: tsConfigFile } }, {}, { tsConfig: extractTSConfig(tsConfigFile) });
     const result = output as ICruiseResult;
 
     // A cruise that resolved nothing would find no violation either: it must have seen the code.
