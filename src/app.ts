@@ -3,71 +3,27 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './context.js';
-import { validatorCompiler } from './http/validation.js';
-import { installProblemHandlers } from './http/problems.js';
-import { installJsonBodies } from './http/json-body.js';
-import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './http/framework-errors.js';
-import { authentication, type AuthenticationOptions } from './http/authentication.js';
 import { idempotency } from './http/idempotency.js';
-import { requestIdOf } from './http/request-id.js';
-import { proxyTrustOf } from './http/trusted-proxies.js';
+import { baseServerOptions, installCommonPlumbing } from './http/common-plumbing.js';
 import { registerHealthRoutes } from './http/health.js';
 import { docsOAuth, docsSecurity } from './http/docs-login.js';
 import { runBackgroundWork } from './jobs/background-work.js';
 import { countRequests, registerMetricsRoute } from './metrics/http.js';
-import { permissionRoutes } from './modules/permissions/permissions.routes.js';
-import { assignmentRoutes } from './modules/assignments/assignments.routes.js';
-import { roleRoutes } from './modules/roles/roles.routes.js';
-import { groupRoutes } from './modules/groups/groups.routes.js';
-import { userRoutes } from './modules/users/users.routes.js';
+import { permissionRoutes } from './modules/permissions/index.js';
+import { assignmentRoutes } from './modules/assignments/index.js';
+import { roleRoutes } from './modules/roles/index.js';
+import { groupRoutes } from './modules/groups/index.js';
+import { userRoutes } from './modules/users/index.js';
 import { tokenRoutes } from './modules/tokens/index.js';
-import { datapoolRoutes } from './modules/datapools/datapools.routes.js';
+import { datapoolRoutes } from './modules/datapools/index.js';
 import { datasetRoutes } from './modules/datasets/index.js';
 import { auditRoutes } from './modules/audit/index.js';
 import { accessExplainRoutes } from './modules/access-explain/index.js';
 import { styleRoutes } from './modules/styles/index.js';
 import { mappingRoutes } from './modules/mappings/index.js';
-import { pipelineRoutes } from './modules/pipelines/index.js';
-import { dataSourceRoutes, existingDataSourceIds } from './modules/datasources/index.js';
+import { pipelineReleaseCheck, pipelineRoutes, pipelinesReadingDataSources, pipelinesReferringToMappings } from './modules/pipelines/index.js';
+import { dataSourceRoutes } from './modules/datasources/index.js';
 import { dataStructureRoutes } from './modules/datastructures/index.js';
-
-import { accessLogOptions } from './http/access-log.js';
-
-export const BODY_LIMIT_BYTES = 1024 * 1024;
-
-/** Fastify options shared by the management API and the data API gateway. */
-export function baseServerOptions(ctx: Pick<AppContext, 'config'>, logger: FastifyServerOptions['loggerInstance'] | undefined): FastifyServerOptions {
-  return {
-    ...(logger ? { loggerInstance: logger } : { logger: false }),
-    ...accessLogOptions(),
-    bodyLimit: BODY_LIMIT_BYTES,
-    genReqId: requestIdOf,
-    // Behind trusted proxies (TRUST_PROXY) request.ip is the client they forwarded, not the proxy.
-    trustProxy: proxyTrustOf(ctx.config.trustProxy) ?? false,
-    return503OnClosing: true,
-    forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
-    ajv: { customOptions: { removeAdditional: false } },
-  };
-}
-
-/** Installs what every listener shares: request ids, JSON-only bodies, problem answers, token checks. */
-export async function installCommonPlumbing(app: FastifyInstance, ctx: AppContext, options: Pick<AuthenticationOptions, 'mayBeAnonymous' | 'acceptPersonalAccessTokens'> = {}) {
-  app.setValidatorCompiler(validatorCompiler);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  // A client that gives up (a closed tab, a timeout on its side) is routine, not a service error.
-  app.addHook('onRequestAbort', async (request) => {
-    request.log.info('client closed the connection before the answer');
-  });
-  // The management API takes the data API's JSON depth too: no body of either needs more.
-  installJsonBodies(app, { maxDepth: ctx.config.dataApi.limits.jsonMaxDepth });
-  installProblemHandlers(app);
-  await app.register(authentication, { verifier: ctx.verifier, callers: ctx.callers, ...options });
-}
 
 /**
  * The management API: /v1 resources, OpenAPI, Swagger UI, health and metrics. Never listens (tests
@@ -124,7 +80,13 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
 
   // Sagas and pipelines run with the API, unless worker processes do them (BACKGROUND_WORK=off).
   if (ctx.config.backgroundWork) runBackgroundWork(app, ctx);
-  const datasets = { db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), existingDataSourceIds, upstreamOrigins: ctx.config.staUpstream.origins };
+  // A dataset's parts register what the datasets module asks of them (here the pipelines' stage and
+  // release checks), so that it imports none of them; the same for what refers to data sources and mappings.
+  const datasets = {
+    db: ctx.db, tenantId: ctx.tenant.id, dataApiUrl: ctx.config.dataApi.baseUrl, sagaEnqueued: () => ctx.sagas.kick(), upstreamOrigins: ctx.config.staUpstream.origins,
+    partChecks: [pipelineReleaseCheck],
+  };
+  const sources = { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets, referrers: [pipelinesReadingDataSources] };
 
   await app.register(async (v1) => {
     await v1.register(permissionRoutes, { ctx });
@@ -139,9 +101,9 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
     await v1.register(accessExplainRoutes, { ctx });
     // A dataset's parts: authorized as the dataset, writable only while it is DRAFT.
     await v1.register(styleRoutes, { datasets, baseUrl: ctx.config.api.baseUrl });
-    await v1.register(mappingRoutes, { datasets });
+    await v1.register(mappingRoutes, { datasets, referrers: [pipelinesReferringToMappings] });
     await v1.register(pipelineRoutes, { datasets, baseUrl: ctx.config.api.baseUrl, pipelinesChanged: () => ctx.pipelines.kick() });
-    await v1.register(dataSourceRoutes, { sources: { db: ctx.db, tenantId: ctx.tenant.id, secrets: ctx.secrets }, datasets, baseUrl: ctx.config.api.baseUrl });
+    await v1.register(dataSourceRoutes, { sources, datasets, baseUrl: ctx.config.api.baseUrl });
     await v1.register(dataStructureRoutes, { structures: { db: ctx.db, tenantId: ctx.tenant.id }, baseUrl: ctx.config.api.baseUrl });
   }, { prefix: '/v1' });
 

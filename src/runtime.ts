@@ -6,7 +6,7 @@ import { describeConnectionError, isDatabaseUnavailable } from './db/connection-
 import { appliedMigrations, hasPendingMigrations, migrateToLatest } from './db/migrate.js';
 import { checkDatabasePrivileges } from './db/privileges.js';
 import { StartRefusedError } from './db/start-errors.js';
-import { bootstrap } from './db/bootstrap.js';
+import { bootstrap } from './access/bootstrap.js';
 import { createTokenVerifier } from './http/token-verifier.js';
 import { CallerCache } from './access/caller-cache.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
@@ -16,6 +16,7 @@ import { datasetSagas, describeDatasetForOws, namedApiStandardsOf, storageSchema
 import { createObservationWriter, createStaServer, mqttEndpointsOf } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
+import type { BrokerStore } from './data-api/gateway-context.js';
 import { enablePostgis } from './db/postgis.js';
 import { createFeatureStore, createFeatureWriter, OwsServer } from './ows/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
@@ -84,6 +85,16 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change),
       mqttEndpoints: mqttEndpointsOf(config.dataApi.baseUrl, config.mqtt.port),
     });
+    // On PostgreSQL the MQTT broker's reads (its notifier's, the rights checks before its
+    // deliveries) run on a small pool of its own, opened when a broker starts: through the main
+    // pool they queued behind the HTTP requests of a busy process, and each message waited as long
+    // as the slowest answer. It reads through an STA server of its own on that pool; on PGlite
+    // (one session) it shares the main database and server.
+    const openBrokerStore = (brokerLog: ConnectionLog): BrokerStore => {
+      if (!where.url) return { db, sta, close: async () => {} };
+      const own = openDatabase({ url: where.url, dataDir: null, poolSize: 2 }, brokerLog);
+      return { db: own, sta: createStaServer({ db: own, postgis, limits: config.dataApi.limits }), close: () => own.destroy() };
+    };
     const ows = new OwsServer({
       db, postgis, databaseUrl: where.url, settings: config.ows,
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),
@@ -106,7 +117,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       log: ingestLog,
       reconcileMs: config.pipelines.reconcileMs,
     });
-    return { config, db, databaseUrl: where.url, tenant, verifier, callers, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines };
+    return { config, db, databaseUrl: where.url, tenant, verifier, callers, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines, openBrokerStore };
   } catch (error) {
     await db.destroy();
     throw error;

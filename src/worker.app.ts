@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
-import { baseServerOptions } from './app.js';
+import { baseServerOptions } from './http/common-plumbing.js';
 import { installProblemHandlers } from './http/problems.js';
 import { registerHealthRoutes } from './http/health.js';
 import { registerMetricsRoute } from './metrics/http.js';

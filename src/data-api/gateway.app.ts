@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import cors from '@fastify/cors';
 import replyFrom from '@fastify/reply-from';
-import type { AppContext } from '../context.js';
-import { baseServerOptions, installCommonPlumbing } from '../app.js';
+import type { GatewayContext } from './gateway-context.js';
+import { baseServerOptions, installCommonPlumbing } from '../http/common-plumbing.js';
 import { AppError } from '../errors.js';
 import { registerHealthRoutes } from '../http/health.js';
 import { countRequests } from '../metrics/http.js';
@@ -44,7 +44,7 @@ export interface DataApiOptions {
  * the request to the downstream of the API's standard: our SensorThings server for STA, MapServer
  * for OWS. Never listens (the entry or a test decides).
  */
-export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions = {}): Promise<FastifyInstance> {
+export async function buildDataApiApp(ctx: GatewayContext, options: DataApiOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({ ...baseServerOptions(ctx, options.logger), ...(options.serverFactory ? { serverFactory: options.serverFactory } : {}) });
   // Counted here, served by the management API's GET /metrics.
   countRequests(app, ctx.metrics, 'data');
@@ -93,7 +93,7 @@ export async function buildDataApiApp(ctx: AppContext, options: DataApiOptions =
   return app;
 }
 
-async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: AppContext) {
+async function servePayload(request: FastifyRequest, reply: FastifyReply, routes: RouteTable, ctx: GatewayContext) {
   const address = payloadAddressOf(request);
   const routeNow = () => (address ? routes.lookup(address.datasetId, address.slug) : undefined);
   let decided = decideRequest(request, routeNow(), address, ctx);
@@ -149,7 +149,7 @@ function decideRequest(request: FastifyRequest, route: PayloadRoute | undefined,
  * 503 says what is missing.
  */
 async function serveOws(
-  request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }, plan: OwsPlan | undefined,
+  request: FastifyRequest, reply: FastifyReply, ctx: GatewayContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }, plan: OwsPlan | undefined,
 ) {
   if (!ctx.features.available) throw featureStoreUnavailable();
   if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
@@ -173,7 +173,7 @@ async function serveOws(
 
 const isCollectionsPath = (address: PayloadAddress | null) => address !== null && (address.rest === '/collections' || address.rest.startsWith('/collections/'));
 
-const owsRouteOf = (ctx: AppContext, route: PayloadRoute) => ({
+const owsRouteOf = (ctx: GatewayContext, route: PayloadRoute) => ({
   datasetId: route.datasetId, slug: route.slug, schema: route.storageSchema, publicBase: publicBaseOf(ctx.config.dataApi.baseUrl, route),
 });
 
@@ -227,7 +227,7 @@ function operationOf(request: FastifyRequest, route: PayloadRoute | undefined, a
 const isBatch = (route: PayloadRoute | undefined, address: PayloadAddress | null) =>
   route?.standard === 'STA' && address !== null && isBatchPath(address.rawPath);
 
-async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
+async function forwardToSta(request: FastifyRequest, reply: FastifyReply, ctx: GatewayContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }) {
   const baseUrl = publicBaseOf(ctx.config.dataApi.baseUrl, route);
   const multipart = multipartBatchOf(request, address.rawPath, baseUrl, ctx.config.dataApi.limits);
   const answer = await ctx.sta.handle({

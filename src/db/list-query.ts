@@ -1,7 +1,28 @@
-import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { ReadableScope } from '../access/check-access.js';
-import type { ListRequest, SharedFilters } from '../http/page.js';
-import { splitIds } from '../http/page.js';
+import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
+
+/**
+ * The SQL side of the shared list rules: paging, sorting and the shared filters, given as plain
+ * values. The HTTP side (http/page.ts) declares the query parameters and builds these values from
+ * them; restricting a list to what the caller may read is access/readable-scope.ts.
+ */
+
+export interface SortSpec { property: string; direction: 'asc' | 'desc' }
+
+/** One page of a list: its zero-based index, its size and the order, before the tie-breaker on id. */
+export interface ListRequest { page: number; size: number; sort: SortSpec[] }
+
+/** The shared filters as the SQL reads them (ids as the query string gives them, comma-separated). */
+export interface SharedFilterValues {
+  id?: readonly string[] | undefined;
+  createdAtFrom?: string | undefined;
+  createdAtTo?: string | undefined;
+  modifiedAtFrom?: string | undefined;
+  modifiedAtTo?: string | undefined;
+}
+
+/** Splits the (possibly repeated) comma-separated id parameter into ids. */
+export const splitIds = (values: readonly string[] | undefined): string[] | undefined =>
+  values?.flatMap((value) => value.split(',')).map((id) => id.toLowerCase());
 
 /** `%value%` for ILIKE with the caller's `%`, `_` and `\` taken literally. */
 export const containsPattern = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -13,7 +34,7 @@ export const containsAny = (columns: string[], value: string): Expression<SqlBoo
 };
 
 /** Applies the shared filters (ids, created/modified ranges) to a list query on `alias`. */
-export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(qb: QB, alias: string, query: SharedFilters): QB {
+export function withSharedFilters<QB extends SelectQueryBuilder<any, any, any>>(qb: QB, alias: string, query: SharedFilterValues): QB {
   let out = qb as SelectQueryBuilder<any, any, any>;
   const ids = splitIds(query.id);
   if (ids) out = out.where(sql.ref(`${alias}.id`), 'in', ids);
@@ -68,21 +89,4 @@ export function withNameDescriptionFilters<QB extends SelectQueryBuilder<any, an
   if (query.description) out = out.where(containsAny([`${alias}.description`], query.description));
   if (query.q) out = out.where(containsAny([`${alias}.name`, `${alias}.description`], query.q));
   return out as QB;
-}
-
-/**
- * Restricts a list to the objects the caller may read (authorization in SQL, so that the total is
- * right): everything, or the objects granted by their own id or lying in a granted datapool.
- * `inDatapools` says how an object of this list lies in datapools (a column, a join table).
- */
-export function withReadableScope<QB extends SelectQueryBuilder<any, any, any>>(
-  qb: QB, alias: string, readable: ReadableScope, inDatapools: (eb: ExpressionBuilder<any, any>, datapoolIds: string[]) => Expression<SqlBool>,
-): QB {
-  if (readable.all) return qb;
-  const { ids, datapoolIds } = readable;
-  if (ids.length + datapoolIds.length === 0) return qb.where(sql<SqlBool>`false`) as QB;
-  return qb.where((eb: ExpressionBuilder<any, any>) => eb.or([
-    ...(ids.length > 0 ? [eb(sql.ref(`${alias}.id`), 'in', ids)] : []),
-    ...(datapoolIds.length > 0 ? [inDatapools(eb, datapoolIds)] : []),
-  ])) as QB;
 }

@@ -1,6 +1,7 @@
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { validationFailed } from '../errors.js';
 import { DateTime } from './schemas.js';
+import type { ListRequest, SortSpec } from '../db/list-query.js';
 
 export const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 /** One or more UUIDs, comma-separated (the query-string form of an id list). */
@@ -20,8 +21,6 @@ export const sharedFilterParameters = {
   modifiedAtFrom: Type.Optional(DateTime),
   modifiedAtTo: Type.Optional(DateTime),
 };
-const SharedFilters = Type.Object(sharedFilterParameters);
-export type SharedFilters = Static<typeof SharedFilters>;
 
 /** The query parameters every paginated list takes (the specification's shared list parameters). */
 export const sharedListParameters = {
@@ -31,8 +30,6 @@ export const sharedListParameters = {
   sort: SortParameter('createdAt,DESC'),
   ...sharedFilterParameters,
 };
-
-export interface SortSpec { property: string; direction: 'asc' | 'desc' }
 
 /** Parses `sort=prop,dir` values against the properties a list can sort by (unknown: 400). */
 export function parseSort(values: readonly string[] | undefined, sortable: readonly string[], fallback: SortSpec = { property: 'createdAt', direction: 'desc' }): SortSpec[] {
@@ -45,12 +42,6 @@ export function parseSort(values: readonly string[] | undefined, sortable: reado
     return { property, direction: direction.toLowerCase() === 'desc' ? 'desc' : 'asc' };
   });
 }
-
-/** Splits the (possibly repeated) comma-separated id parameter into ids. */
-export const splitIds = (values: readonly string[] | undefined): string[] | undefined =>
-  values?.flatMap((value) => value.split(',')).map((id) => id.toLowerCase());
-
-export interface ListRequest { page: number; size: number; sort: SortSpec[] }
 
 const SortState = Type.Object({ empty: Type.Boolean(), sorted: Type.Boolean(), unsorted: Type.Boolean() });
 

@@ -1,5 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+
+/** A worker that runs beside an application: the saga runner, the pipeline runtime. */
+export interface BackgroundWorker {
+  start(): void;
+  stop(): Promise<void>;
+}
 
 /**
  * Runs this process's background work with an application: the saga workers and the pipeline
@@ -7,14 +12,14 @@ import type { AppContext } from '../context.js';
  * comes first in a shutdown). The management API carries it unless BACKGROUND_WORK=off; a `worker`
  * process always does.
  */
-export function runBackgroundWork(app: FastifyInstance, ctx: Pick<AppContext, 'sagas' | 'pipelines'>): void {
+export function runBackgroundWork(app: FastifyInstance, work: { sagas: BackgroundWorker; pipelines: BackgroundWorker }): void {
   app.addHook('onReady', async () => {
-    ctx.sagas.start();
-    ctx.pipelines.start();
+    work.sagas.start();
+    work.pipelines.start();
   });
   app.addHook('onClose', async () => {
     // Pipelines first: a stopping pipeline hands its lease over; a saga step under way is let finish.
-    await ctx.pipelines.stop();
-    await ctx.sagas.stop();
+    await work.pipelines.stop();
+    await work.sagas.stop();
   });
 }

@@ -2,7 +2,7 @@ import { AppError, accessDenied, problemOf, validationFailed } from '../errors.j
 import type { Database } from '../db/client.js';
 import { retriedOnConflict } from '../db/constraint-errors.js';
 import { announceChanges, type Change } from './write-sql.js';
-import type { ServeWith, StaServerDeps } from './server.js';
+import type { ServeWith, StaServerDeps } from './server-deps.js';
 import type { StaRequest, StaResponse } from './types.js';
 import { parseBatchEnvelope, pathPartOf, type BatchEntry } from './batch-envelope.js';
 

@@ -2,14 +2,14 @@ import { sql } from 'kysely';
 import { AppError, accessDenied } from '../errors.js';
 import type { Database } from '../db/client.js';
 import { ENTITIES } from './model.js';
-import { AliasNames, tableOf, type SqlContext } from './resolver.js';
+import { AliasNames, tableOf, type SqlContext } from './sql-context.js';
 import { selfLink } from './links.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
 import { parseDataArrays, rowError, rowField, type ObservationColumns, type ObservationGroup } from './create-observations-parse.js';
 import { misfitMessage } from './multi-datastream.js';
 import { lockStreams } from './derived.js';
-import type { StaServerDeps } from './server.js';
+import type { StaServerDeps } from './server-deps.js';
 import type { StaRequest, StaResponse } from './types.js';
 
 /**

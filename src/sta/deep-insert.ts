@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { validationFailed } from '../errors.js';
 import { ENTITIES, type EntityDef, type NavigationDef } from './model.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import type { EntityInput, ParsedEntity } from './validate.js';
 import { checkLinked, columnValues, insertRow, recordChange, type WriteContext } from './write-sql.js';
 import { moveThingToHistoricalLocation, setThingLocations } from './thing-locations.js';

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
 import type { ResolvedProperty } from './query/ast.js';
 import { ENTITIES, type EntityDef } from './model.js';
-import { AliasNames, column, freshAlias, tableOf, type SqlContext } from './resolver.js';
+import { AliasNames, column, freshAlias, tableOf, type SqlContext } from './sql-context.js';
 
 /**
  * A stream's derived properties (phenomenonTime, resultTime, observedArea of a Datastream or a

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { validationFailed } from '../errors.js';
 import { ENTITIES } from './model.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import { recordChange, type WriteContext } from './write-sql.js';
 
 /**

@@ -1,5 +1,6 @@
 /** The SensorThings server's public face: the gateway and app.ts need nothing else. */
-export { createStaServer, mqttEndpointsOf, type StaServerDeps, type StaLimits } from './server.js';
+export { createStaServer, mqttEndpointsOf } from './server.js';
+export type { StaServerDeps, StaLimits } from './server-deps.js';
 export type { StaRequest, StaResponse, StaServer } from './types.js';
 export type { Change as StaChange } from './write-sql.js';
 // Upstream mode parses and authorizes a `$batch` as our own server does, with the same envelope.

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { validationFailed } from '../errors.js';
 import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, navigationOf, type EntityDef } from './model.js';
 import type { ParsedEntity } from './validate.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import type { WriteContext } from './write-sql.js';
 
 /**

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { ENTITIES, navigationOf, propertyOf, type EntityDef } from './model.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import { createEntity } from './deep-insert.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
 import type { ParsedEntity } from './validate.js';

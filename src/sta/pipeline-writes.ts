@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
 import type { MappedRecord, PayloadWriter, WriteOutcome, WriteResult } from '../ingest/types.js';
 import { ENTITIES } from './model.js';
-import { AliasNames, tableOf } from './resolver.js';
+import { AliasNames, tableOf } from './sql-context.js';
 import { lockStreams } from './derived.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
 import { isFault, parseRecord, type ObservationRow } from './pipeline-records.js';

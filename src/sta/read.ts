@@ -3,7 +3,8 @@ import type { Database } from '../db/client.js';
 import type { QueryOptions } from './query/ast.js';
 import { compileFilter, compileOrderBy } from './query/compile.js';
 import type { EntityDef, PropertyDef } from './model.js';
-import { column, createResolver, tableOf, type SqlContext } from './resolver.js';
+import { createResolver } from './resolver.js';
+import { column, tableOf, type SqlContext } from './sql-context.js';
 import { selectList, type Row } from './serialize.js';
 
 /** The store's SQL context plus the paging limits of this server. */

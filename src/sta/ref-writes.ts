@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { AppError, validationFailed } from '../errors.js';
 import { ENTITIES, entityBySet, type EntityDef, type NavigationDef } from './model.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import { exists, scopeOf, type Target } from './target.js';
 import { setThingLocations } from './thing-locations.js';
 import { afterStreamLinked, otherStreamCleared, refuseRankedLinkRef } from './multi-datastream.js';

@@ -1,7 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import { StaQueryError } from './query/errors.js';
 import { foreignKeys, navigationOf, propertyOf, type EntityDef, type PropertyDef } from './model.js';
-import { column, propertySql, type SqlContext } from './resolver.js';
+import { propertySql } from './resolver.js';
+import { column, type SqlContext } from './sql-context.js';
 import { navigationLink, selfLink } from './links.js';
 
 /**

@@ -1,52 +1,24 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppError } from '../errors.js';
-import type { Database } from '../db/client.js';
 import type { QueryOptions, ResourcePath } from './query/ast.js';
 import { parseResourcePath } from './query/parse-path.js';
 import { parseQueryOptions } from './query/parse-options.js';
-import type { QueryLimits } from './query/limits.js';
 import { provisionStorage } from './storage.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
 import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
 import { writeRef, type RefWriteRequest } from './ref-writes.js';
 import type { ReadContext } from './read.js';
-import { AliasNames } from './resolver.js';
-import type { Change } from './write-sql.js';
+import { AliasNames } from './sql-context.js';
 import type { StaRequest, StaResponse, StaServer } from './types.js';
 import { serveBatch } from './batch.js';
 import { createObservations } from './create-observations.js';
-
-export interface StaServerDeps {
-  db: Database;
-  /** PostGIS functions available (PostgreSQL with the extension); PGlite has none. */
-  postgis?: boolean;
-  /** `$top` when none is given. */
-  pageSize?: number;
-  /** The largest page served; a greater `$top` is served as this, with a next link. */
-  maxTop?: number;
-  /** Called after each commit for every entity created, updated or deleted (the MQTT extension listens). */
-  onChange?: (change: Change) => void;
-  /**
-   * What one request may hold (`config.dataApi.limits`); absent: the contract's defaults. The
-   * requests of a `$batch` are each held to the same query limits as a request on its own.
-   */
-  limits?: StaLimits;
-  /** The MQTT broker's URLs, shown in the service root (`mqttEndpointsOf` derives them from the settings). */
-  mqttEndpoints?: readonly string[];
-}
-
-export interface StaLimits extends QueryLimits {
-  batchMaxRequests: number;
-}
+import type { Operation, ServeWith, StaServerDeps } from './server-deps.js';
 
 /**
  * Requests that are not resources but operations (`$batch`, the data-array `CreateObservations`)
  * are served by their own modules; until they are wired here they answer 404.
  */
-export type Operation = (deps: StaServerDeps, request: StaRequest, serve: ServeWith) => Promise<StaResponse>;
-/** One request served with other deps (a `$batch` atomicity group's transaction as `db`). */
-export type ServeWith = (deps: StaServerDeps, request: StaRequest) => Promise<StaResponse>;
 const OPERATIONS: Record<string, Operation | undefined> = {
   '/$batch': serveBatch,
   '/CreateObservations': createObservations,

@@ -3,7 +3,7 @@ import { AppError } from '../errors.js';
 import type { ResourcePath } from './query/ast.js';
 import { StaQueryError } from './query/errors.js';
 import { entityBySet, ENTITIES, navigationOf, propertyOf, type EntityDef, type NavigationDef, type PropertyDef } from './model.js';
-import { column, tableOf, type SqlContext } from './resolver.js';
+import { column, tableOf, type SqlContext } from './sql-context.js';
 import type { Database } from '../db/client.js';
 
 /**

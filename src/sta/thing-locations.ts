@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { ENTITIES } from './model.js';
-import { tableOf } from './resolver.js';
+import { tableOf } from './sql-context.js';
 import { recordChange, type WriteContext } from './write-sql.js';
 
 /**

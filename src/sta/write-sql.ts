@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
 import { validationFailed } from '../errors.js';
 import { ENTITIES, type EntityDef, type EntitySetName, type PropertyDef } from './model.js';
-import { tableOf, type SqlContext } from './resolver.js';
+import { tableOf, type SqlContext } from './sql-context.js';
 import { exists } from './target.js';
 import type { BoundValue } from './validate.js';
 

@@ -7,7 +7,7 @@ import { parseEntity, type ParsedEntity, type WriteMode } from './validate.js';
 import { createEntity, linkToMany } from './deep-insert.js';
 import { deleteEmptiedHistoricalLocations, historicalLocationsOf } from './thing-locations.js';
 import { announceChanges, changedProperties, checkLinked, columnValues, recordChange, storedRow, updateRow, type Change, type WriteContext } from './write-sql.js';
-import { tableOf, type SqlContext } from './resolver.js';
+import { tableOf, type SqlContext } from './sql-context.js';
 import { retriedOnConflict } from '../db/constraint-errors.js';
 import { getEntityJson } from './get.js';
 import type { ReadContext } from './read.js';

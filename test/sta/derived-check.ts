@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Database } from '../../src/db/client.js';
 import { ENTITIES } from '../../src/sta/model.js';
 import { computedStreamProperty } from '../../src/sta/derived.js';
-import { AliasNames, tableOf, type SqlContext } from '../../src/sta/resolver.js';
+import { AliasNames, tableOf, type SqlContext } from '../../src/sta/sql-context.js';
 
 /**
  * Every stream's stored derived properties beside the same properties computed from scratch over

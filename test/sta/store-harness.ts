@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/db/client.js';
-import { createStaServer, dispatch, type StaServerDeps } from '../../src/sta/server.js';
+import { createStaServer, dispatch } from '../../src/sta/server.js';
+import type { StaServerDeps } from '../../src/sta/server-deps.js';
 import type { PathSegment, QueryOptions, ResourcePath } from '../../src/sta/query/ast.js';
 import { StaQueryError } from '../../src/sta/query/errors.js';
 import type { StaRequest, StaResponse } from '../../src/sta/types.js';

@@ -1,7 +1,7 @@
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
-import type { AppContext } from '../../context.js';
+import type { GatewayContext } from '../gateway-context.js';
 import { CallerCache } from '../../access/caller-cache.js';
 import type { PayloadRoute, RouteTable } from '../route-table.js';
 import { MqttAccess, type MqttSession } from './mqtt-access.js';
@@ -12,8 +12,6 @@ import { parseTopic, routeTopicPrefix } from './topics.js';
 import { GuardedConnection } from './connection-guard.js';
 import { ClientIdBindings } from './client-ids.js';
 import { NotificationWriter } from './notification-writer.js';
-import { openDatabase } from '../../db/client.js';
-import { createStaServer } from '../../sta/index.js';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -45,13 +43,11 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * In front of aedes, each connection passes a GuardedConnection (packet sizes, CONNECT deadline);
  * a client id is bound to its identity (ClientIdBindings) before aedes may take a session over.
  */
-export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
-  // On PostgreSQL the notifier's reads and the rights checks before its deliveries run on a
-  // connection of the broker's own: through the shared pool they queued behind the HTTP requests
-  // of a busy process, and each message waited as long as the slowest answer.
-  const own = ctx.databaseUrl ? openDatabase({ url: ctx.databaseUrl, dataDir: null, poolSize: 2 }, log) : null;
-  const db = own ?? ctx.db;
-  const sta = own ? createStaServer({ db: own, postgis: ctx.postgis, limits: ctx.config.dataApi.limits }) : ctx.sta;
+export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
+  // The notifier's reads and the rights checks before its deliveries (on PostgreSQL, a pool of the
+  // broker's own: see runtime.ts).
+  const store = ctx.openBrokerStore(log);
+  const { db, sta } = store;
   const access = new MqttAccess({
     // Its own caller cache on its own connections, with the process's clock of the access version:
     // a change the HTTP requests have seen, its deliveries see too.
@@ -186,7 +182,7 @@ export async function createStaBroker(ctx: AppContext, routes: RouteTable, log: 
     close: async () => {
       await stopFeed();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
-      await own?.destroy();
+      await store.close();
     },
   };
 }

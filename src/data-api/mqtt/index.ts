@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Duplex } from 'node:stream';
 import { clientAddressOf, proxyTrustOf } from '../../http/trusted-proxies.js';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
-import type { AppContext } from '../../context.js';
+import type { GatewayContext } from '../gateway-context.js';
 import type { RouteTable } from '../route-table.js';
 import { createStaBroker, type StaBroker } from './broker.js';
 import { ConnectionCaps } from './connection-caps.js';
@@ -23,7 +23,7 @@ export interface MqttListenOptions {
  * not hold the HTTP server's close open. MQTT over WebSocket rides the gateway's own HTTP listener
  * at `/mqtt`, so it needs no port of its own and passes the same load balancer as the HTTP API.
  */
-export function installMqtt(app: FastifyInstance, ctx: AppContext, routes: RouteTable, options: MqttListenOptions): void {
+export function installMqtt(app: FastifyInstance, ctx: GatewayContext, routes: RouteTable, options: MqttListenOptions): void {
   let broker: StaBroker | null = null;
   let tcp: Server | null = null;
   const caps = new ConnectionCaps(ctx.config.mqtt);

@@ -1,8 +1,7 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { DB, RoleType, ScopeType } from '../../db/schema.js';
-import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { containsAny, fetchPageIds, inIdOrder, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import { scopeNameSql } from '../../access/scopes.js';
 import type { Assignment, AssignmentListQuery } from './assignments.schemas.js';

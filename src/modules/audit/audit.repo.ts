@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { AuditEventType } from '../../db/schema.js';
-import { fetchPageIds, inIdOrder } from '../../db/list-query.js';
-import { splitIds, type ListRequest } from '../../http/page.js';
+import { fetchPageIds, inIdOrder, splitIds, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { AuditEvent, AuditEventListQuery } from './audit.schemas.js';
 

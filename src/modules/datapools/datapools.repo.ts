@@ -1,8 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import { userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
-import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { Datapool, DatapoolListQuery } from './datapools.schemas.js';

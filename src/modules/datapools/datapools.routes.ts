@@ -8,7 +8,7 @@ import { accessDenied, notFound } from '../../errors.js';
 import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
-import { Assignment } from '../assignments/assignments.schemas.js';
+import { Assignment } from '../assignments/index.js';
 import { Datapool, DatapoolInput, DatapoolListQuery, DatapoolPatch } from './datapools.schemas.js';
 import { actorOf } from '../audit/index.js';
 import { createDatapool, deleteDatapool, getDatapool, listDatapoolAssignments, listDatapools, updateDatapool } from './datapools.service.js';

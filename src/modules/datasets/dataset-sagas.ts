@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { SagaType } from '../../db/schema.js';
 import type { Job, Saga, SagaStep } from '../../jobs/saga-runner.js';
-import { recordCascadingAssignmentDeletes } from '../assignments/assignments.service.js';
+import { recordCascadingAssignmentDeletes } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
 import { actorOfJob, datasetNow, recordDatasetEvent } from './dataset-audit.js';
 import { deleteDatasetRow, recordSagaError, setDatasetState } from './datasets.repo.js';

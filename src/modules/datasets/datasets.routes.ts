@@ -4,7 +4,7 @@ import { callerOf } from '../../http/authentication.js';
 import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
-import { Assignment } from '../assignments/assignments.schemas.js';
+import { Assignment } from '../assignments/index.js';
 import { actorOf } from '../audit/index.js';
 import { Dataset, DatasetInput, DatasetListQuery, DatasetMetadataPatch, DatasetPatch, PublishedApi } from './datasets.schemas.js';
 import {

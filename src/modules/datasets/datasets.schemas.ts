@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, NonEmpty, Nullable, Ref, Uuid } from '../../http/schemas.js';
 import { sharedListParameters, UuidList } from '../../http/page.js';
-import { ScopedAssignmentInput } from '../assignments/assignments.schemas.js';
+import { ScopedAssignmentInput } from '../assignments/index.js';
 
 export const DatasetStatusSchema = Type.Enum(['DRAFT', 'READY', 'AVAILABLE']);
 export const SagaTypeSchema = Type.Enum(['CREATE', 'DELETE', 'RELEASE', 'UNRELEASE']);

@@ -9,11 +9,9 @@ import { AppError, accessDenied, notFound, validationFailed, type FieldError } f
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { enqueueSaga } from '../../jobs/saga-runner.js';
-import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { loadAssignmentsOfScope, recordCascadingAssignmentDeletes, replaceScopedAssignments, type Assignment } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
 import { actorPayload, recordDatasetEvent } from './dataset-audit.js';
-import type { Assignment } from '../assignments/assignments.schemas.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
   DATASET_SORT_COLUMNS, deleteDatasetRow, findDatasetPage, findDatasetState, insertDataset, loadDatasets, lockDataset, setDatasetState,
@@ -23,7 +21,7 @@ import {
   RESERVED_SLUGS, type Dataset, type DatasetInput, type DatasetListQuery, type DatasetMetadataPatch, type DatasetPatch, type NamedApiInput,
 } from './datasets.schemas.js';
 import { transition, type LifecycleOperation } from './lifecycle.js';
-import { pipelineProblems } from '../pipelines/index.js';
+import type { DatasetPartCheck } from './part-checks.js';
 
 /** What the datasets module needs from the process: its database, its public data API URL, a nudge for the saga workers. */
 export interface DatasetsContext {
@@ -33,10 +31,10 @@ export interface DatasetsContext {
   /** Called after a commit that enqueued a saga, so that this process's worker starts at once. */
   sagaEnqueued(): void;
   /**
-   * Which of these data source ids exist: stage and release check the pipelines' references with
-   * it. The data sources module provides it (wired in app.ts: datasets do not read its tables).
+   * What the dataset's parts check at stage and release (the pipelines' references, say), in the
+   * order their problems are listed. Wired in app.ts: this module imports none of its parts.
    */
-  existingDataSourceIds: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>>;
+  partChecks: readonly DatasetPartCheck[];
   /** The origins a named API's `upstreamUrl` may name (STA_UPSTREAM_ORIGINS); none: upstream mode per API is off. */
   upstreamOrigins: readonly string[];
 }
@@ -192,8 +190,8 @@ export async function updateDatasetMetadata(
 
 /**
  * Stage and release validate the dataset's configuration and list every problem at once (422):
- * every pipeline's references (its mapping, data sources and named API). Release also needs at
- * least one named API and provisioned storage.
+ * release needs at least one named API and provisioned storage; then come the problems the
+ * parts' registered checks find (every pipeline's mapping, data sources and named API).
  */
 async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purpose: 'stage' | 'release'): Promise<void> {
   const dataset = await representation(ctx, trx, id);
@@ -202,10 +200,7 @@ async function validateFor(trx: Database, ctx: DatasetsContext, id: string, purp
     if (dataset.namedApis.length === 0) problems.push({ field: 'namedApis', message: 'a released dataset needs at least one named API' });
     if (!dataset.provisioned) problems.push({ field: 'provisioned', message: "the dataset's storage is not provisioned (see sagaError); delete and create it again" });
   }
-  problems.push(...await pipelineProblems(trx, id, {
-    namedApiSlugs: dataset.namedApis.map((api) => api.slug),
-    existingDataSourceIds: ctx.existingDataSourceIds,
-  }));
+  for (const check of ctx.partChecks) problems.push(...await check.problems(trx, dataset, purpose));
   if (problems.length > 0) {
     throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { status: 422, fieldErrors: problems });
   }

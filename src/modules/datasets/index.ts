@@ -3,6 +3,7 @@ export { datasetRoutes } from './datasets.routes.js';
 export { datasetSagas, type DatasetSagaSteps } from './dataset-sagas.js';
 export { datasetIdsOfDatapools, describeDatasetForOws, existingDatasetIds } from './datasets.repo.js';
 export { authorizeDatasetPart, type DatasetsContext } from './datasets.service.js';
+export type { DatasetPartCheck } from './part-checks.js';
 export type { Dataset } from './datasets.schemas.js';
 export { findDatasetState, holdAvailableDataset, namedApiStandardOf, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
 export { storageSchemaOf } from './dataset-sagas.js';

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
 import type { ConnectorType, DatapoolScopeType, ReleaseStatus } from '../../db/schema.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withReadableScope, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters, type ListRequest } from '../../db/list-query.js';
+import { withReadableScope } from '../../access/readable-scope.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { DataSourceListQuery } from './datasources.schemas.js';
 

@@ -5,7 +5,7 @@ import { actorOf } from '../audit/index.js';
 import { PageOf } from '../../http/page.js';
 import { IdParams, NoContent, responses } from '../../http/schemas.js';
 import { created, withEtag } from '../../http/resource.js';
-import { Assignment } from '../assignments/assignments.schemas.js';
+import { Assignment } from '../assignments/index.js';
 import type { DatasetsContext } from '../datasets/index.js';
 import {
   DatasetParams, DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, UsableDataSourceQuery,

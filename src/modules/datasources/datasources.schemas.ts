@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, NonEmpty, Nullable, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
-import { ScopedAssignmentInput } from '../assignments/assignments.schemas.js';
+import { ScopedAssignmentInput } from '../assignments/index.js';
 import { VersionSummary } from '../datastructures/index.js';
 
 const ConnectorTypeSchema = Type.Enum(['MQTT', 'SQL', 'HTTP']);

@@ -7,15 +7,13 @@ import { AppError, accessDenied, notFound, validationFailed, type FieldError } f
 import { assertIfMatch } from '../../http/etag.js';
 import { iso } from '../../http/resource.js';
 import { pageOf, parseSort } from '../../http/page.js';
-import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { loadAssignmentsOfScope, recordCascadingAssignmentDeletes, replaceScopedAssignments, type Assignment } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
-import type { Assignment } from '../assignments/assignments.schemas.js';
-import { pipelinesUsingDataSource } from '../pipelines/index.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { assertUsableVersion, versionSummaries } from '../datastructures/index.js';
 import { missingForRelease, readConfiguration, writeConfiguration } from './configuration.js';
 import { sealConfiguration } from './secrets.js';
+import { assertUnreferenced, referencedSources, type DataSourceReferrer } from './references.js';
 import type { SecretKeyRing } from '../../db/secrets.js';
 import {
   SOURCE_SORT_COLUMNS, deleteSourceRow, findSourcePage, insertSource, loadSourceRows, lockExistingDatapools, setSourceStatus, updateSourceRow,
@@ -25,8 +23,11 @@ import type {
   DataSource, DataSourceInput, DataSourceListQuery, DataSourcePatch, DataSourceReleasedMetaPatch, DatapoolScopeInput, UsableDataSourceQuery,
 } from './datasources.schemas.js';
 
-/** `secrets`: the key ring that seals passwords and secret headers before they are stored. */
-export interface SourcesContext { db: Database; tenantId: string; secrets: SecretKeyRing }
+/**
+ * `secrets`: the key ring that seals passwords and secret headers before they are stored;
+ * `referrers`: what refers to data sources (pipelines), registered in app.ts.
+ */
+export interface SourcesContext { db: Database; tenantId: string; secrets: SecretKeyRing; referrers: readonly DataSourceReferrer[] }
 
 const problemsError = (problems: FieldError[]) =>
   new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { fieldErrors: problems });
@@ -48,10 +49,10 @@ async function authorizedRow(db: Database, caller: Caller, id: string, write: bo
   return row;
 }
 
-async function represent(db: Database, rows: DataSourceRow[]): Promise<DataSource[]> {
+async function represent(ctx: SourcesContext, db: Database, rows: DataSourceRow[]): Promise<DataSource[]> {
   const versions = await versionSummaries(db, rows.flatMap((row) => (row.dataStructureVersionId ? [row.dataStructureVersionId] : [])));
-  const inUse = await Promise.all(rows.map(async (row) => (await pipelinesUsingDataSource(db, row.id)).length > 0));
-  return rows.map((row, index) => ({
+  const inUse = await referencedSources(ctx.referrers, db, rows.map((row) => row.id));
+  return rows.map((row) => ({
     id: row.id,
     name: row.name,
     description: row.description,
@@ -60,27 +61,27 @@ async function represent(db: Database, rows: DataSourceRow[]): Promise<DataSourc
     dataStructureVersion: row.dataStructureVersionId ? versions.get(row.dataStructureVersionId) ?? null : null,
     datapoolScope: { type: row.scopeType, datapoolIds: row.scopeType === 'SPECIFIC' ? row.datapoolIds : [] },
     dataSourceStatus: row.status,
-    inUse: inUse[index]!,
+    inUse: inUse.has(row.id),
     createdAt: iso(row.createdAt),
     modifiedAt: iso(row.modifiedAt),
   }));
 }
 
-async function representation(db: Database, id: string): Promise<DataSource> {
-  const [source] = await represent(db, await loadSourceRows(db, [id]));
+async function representation(ctx: SourcesContext, db: Database, id: string): Promise<DataSource> {
+  const [source] = await represent(ctx, db, await loadSourceRows(db, [id]));
   if (!source) throw notFound('Data source', id);
   return source;
 }
 
 export async function getSource(ctx: SourcesContext, caller: Caller, id: string): Promise<DataSource> {
   await authorizedRow(ctx.db, caller, id, false);
-  return representation(ctx.db, id);
+  return representation(ctx, ctx.db, id);
 }
 
 export async function listSources(ctx: SourcesContext, caller: Caller, query: DataSourceListQuery) {
   const request = { page: query.page, size: query.size, sort: parseSort(query.sort, Object.keys(SOURCE_SORT_COLUMNS)) };
   const { ids, total } = await findSourcePage(ctx.db, query, request, readableScope(caller, 'DATASOURCE_READ', 'DATASOURCE'));
-  return pageOf(await represent(ctx.db, await loadSourceRows(ctx.db, ids)), total, request);
+  return pageOf(await represent(ctx, ctx.db, await loadSourceRows(ctx.db, ids)), total, request);
 }
 
 /**
@@ -160,7 +161,7 @@ export async function createSource(ctx: SourcesContext, caller: Caller, actor: A
     if (values.dataStructureVersionId) await assertUsableVersion(trx, caller, values.dataStructureVersionId);
     await insertSource(trx, id, values);
     if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASOURCE', id, input.assignments);
-    return representation(trx, id);
+    return representation(ctx, trx, id);
   });
 }
 
@@ -168,9 +169,11 @@ export async function createSource(ctx: SourcesContext, caller: Caller, actor: A
  * Locks and authorizes the data source for a write, checks If-Match, and refuses (400 naming
  * `dataSourceStatus`) a write its status does not allow.
  */
-async function prepareWrite(trx: Database, caller: Caller, id: string, allowed: 'DRAFT' | 'AVAILABLE', operation: string, ifMatch?: string): Promise<DataSourceRow> {
+async function prepareWrite(
+  ctx: SourcesContext, trx: Database, caller: Caller, id: string, allowed: 'DRAFT' | 'AVAILABLE', operation: string, ifMatch?: string,
+): Promise<DataSourceRow> {
   const row = await authorizedRow(trx, caller, id, true);
-  if (ifMatch !== undefined) assertIfMatch(ifMatch, await representation(trx, id));
+  if (ifMatch !== undefined) assertIfMatch(ifMatch, await representation(ctx, trx, id));
   if (row.status !== allowed) {
     throw validationFailed('dataSourceStatus', `is ${row.status}: ${allowed === 'DRAFT'
       ? `only a DRAFT data source can be ${operation} (an AVAILABLE one changes through released/meta; unrelease it first)`
@@ -189,7 +192,7 @@ export async function updateSource(
 ): Promise<DataSource> {
   const replace = mode === 'replace';
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await prepareWrite(trx, caller, id, 'DRAFT', 'changed', ifMatch);
+    const current = await prepareWrite(ctx, trx, caller, id, 'DRAFT', 'changed', ifMatch);
     const connectorType = input.connectorType ?? current.connectorType;
     const sameConnector = connectorType === current.connectorType;
     const stored = sameConnector ? current.configuration : {};
@@ -212,13 +215,13 @@ export async function updateSource(
       datapoolIds: scope.datapoolIds,
     }, scopeChanged);
     if (input.assignments) await replaceScopedAssignments(trx, caller, actor, 'DATASOURCE', id, input.assignments);
-    return representation(trx, id);
+    return representation(ctx, trx, id);
   });
 }
 
 export async function updateReleasedSource(ctx: SourcesContext, caller: Caller, id: string, input: DataSourceReleasedMetaPatch, ifMatch: string | undefined): Promise<DataSource> {
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await prepareWrite(trx, caller, id, 'AVAILABLE', 'changed through released/meta (a DRAFT one takes PUT and PATCH)', ifMatch);
+    const current = await prepareWrite(ctx, trx, caller, id, 'AVAILABLE', 'changed through released/meta (a DRAFT one takes PUT and PATCH)', ifMatch);
     await updateSourceRow(trx, id, {
       name: input.name ?? current.name,
       description: input.description !== undefined ? input.description : current.description,
@@ -228,14 +231,14 @@ export async function updateReleasedSource(ctx: SourcesContext, caller: Caller, 
       scopeType: current.scopeType,
       datapoolIds: current.datapoolIds,
     }, false);
-    return representation(trx, id);
+    return representation(ctx, trx, id);
   });
 }
 
 /** Release checks what a DRAFT data source may leave out, every problem at once; unrelease returns it to DRAFT. */
 export async function changeSourceStatus(ctx: SourcesContext, caller: Caller, id: string, operation: 'release' | 'unrelease'): Promise<DataSource> {
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await prepareWrite(trx, caller, id, operation === 'release' ? 'DRAFT' : 'AVAILABLE', operation === 'release' ? 'released' : 'unreleased');
+    const current = await prepareWrite(ctx, trx, caller, id, operation === 'release' ? 'DRAFT' : 'AVAILABLE', operation === 'release' ? 'released' : 'unreleased');
     if (operation === 'release') {
       const problems: FieldError[] = [];
       if (!current.dataStructureVersionId) problems.push({ field: 'dataStructureVersionId', message: 'is required to release the data source' });
@@ -243,21 +246,16 @@ export async function changeSourceStatus(ctx: SourcesContext, caller: Caller, id
       if (problems.length > 0) throw problemsError(problems);
     }
     await setSourceStatus(trx, id, operation === 'release' ? 'AVAILABLE' : 'DRAFT');
-    return representation(trx, id);
+    return representation(ctx, trx, id);
   });
 }
 
-/** Delete of a DRAFT data source; refused (409, before the status rule) while a pipeline reads from it. */
+/** Delete of a DRAFT data source; refused (409, before the status rule) while something refers to it (a pipeline reads from it). */
 export async function deleteSource(ctx: SourcesContext, caller: Caller, actor: Actor, id: string, ifMatch: string | undefined): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     await authorizedRow(trx, caller, id, true);
-    const pipelines = await pipelinesUsingDataSource(trx, id);
-    if (pipelines.length > 0) {
-      throw new AppError('RESOURCE_IN_USE', `Data source ${id} is read by the pipelines ${pipelines.map((p) => `"${p.name}" (${p.id}, dataset ${p.datasetId})`).join(', ')}; remove it from them first`, {
-        extensions: { pipelineIds: pipelines.map((p) => p.id) },
-      });
-    }
-    await prepareWrite(trx, caller, id, 'DRAFT', 'deleted', ifMatch);
+    await assertUnreferenced(ctx.referrers, trx, id);
+    await prepareWrite(ctx, trx, caller, id, 'DRAFT', 'deleted', ifMatch);
     // Its assignments go with it (foreign key); the audit trail records each.
     await recordCascadingAssignmentDeletes(trx, actor, { column: 'scope_id', value: id });
     await deleteSourceRow(trx, id);

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, NonEmpty, Nullable, Ref, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
-import { ScopedAssignmentInput } from '../assignments/assignments.schemas.js';
+import { ScopedAssignmentInput } from '../assignments/index.js';
 
 export const ReleaseStatusSchema = Type.Enum(['DRAFT', 'AVAILABLE']);
 const Description = Type.String({ maxLength: 4000 });

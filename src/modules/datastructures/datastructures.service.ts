@@ -6,10 +6,8 @@ import { scopeExists } from '../../access/scopes.js';
 import { notFound, validationFailed } from '../../errors.js';
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
-import { loadAssignmentsOfScope } from '../assignments/assignments.repo.js';
-import { recordCascadingAssignmentDeletes, replaceScopedAssignments } from '../assignments/assignments.service.js';
+import { loadAssignmentsOfScope, recordCascadingAssignmentDeletes, replaceScopedAssignments, type Assignment } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
-import type { Assignment } from '../assignments/assignments.schemas.js';
 import { assertUnreferenced, authorizePlacement, authorizedStructure, wrongStatus } from './access.js';
 import {
   STRUCTURE_SORT_COLUMNS, dataSourcesReferencing, deleteStructureRow, findStructurePage, insertStructure, loadStructures, setStructureStatus,

@@ -2,10 +2,9 @@ import { sql } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import { userFullName, userRefOf } from '../../db/user-ref.js';
 import type { Database } from '../../db/client.js';
-import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import { splitIds, type ListRequest } from '../../http/page.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters, splitIds, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
-import { loadAssignments } from '../assignments/assignments.repo.js';
+import { loadAssignments } from '../assignments/index.js';
 import type { Group, GroupListQuery } from './groups.schemas.js';
 
 export const GROUP_SORT_COLUMNS: Record<string, string> = {

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, NonEmpty, Nullable, Ref, Uuid } from '../../http/schemas.js';
 import { sharedListParameters, UuidList } from '../../http/page.js';
-import { Assignment, GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
+import { Assignment, GroupRoleAssignmentInput } from '../assignments/index.js';
 
 export const Group = Type.Object({
   id: Uuid,

@@ -7,10 +7,11 @@ import { grantingNoMoreThanCallerHolds, membersOfSubtree } from '../../access/ef
 import { assertIfMatch } from '../../http/etag.js';
 import { pageOf, parseSort } from '../../http/page.js';
 import { uniquely } from '../../db/constraint-errors.js';
-import { recordCascadingAssignmentDeletes, replaceGroupAssignments } from '../assignments/assignments.service.js';
+import {
+  assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard, recordCascadingAssignmentDeletes, replaceGroupAssignments,
+  type GroupRoleAssignmentInput,
+} from '../assignments/index.js';
 import { recordEvent, type Actor } from '../audit/index.js';
-import type { GroupRoleAssignmentInput } from '../assignments/assignments.schemas.js';
-import { assertTenantAdministratorRemains, keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
 import { findGroupPage, GROUP_SORT_COLUMNS, isSelfOrAncestorOf, loadGroups, lockGroup, setMembers, subgroupsOf } from './groups.repo.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
 import type { Group, GroupInput, GroupListQuery, GroupPatch } from './groups.schemas.js';

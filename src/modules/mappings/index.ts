@@ -2,3 +2,4 @@
 export { mappingRoutes } from './mappings.routes.js';
 export { resolveMapping } from './mappings.service.js';
 export { mappingUrnProblem } from './mapping-urns.js';
+export type { MappingReferrer } from './references.js';

@@ -6,10 +6,12 @@ import {
   DatasetParams, MappingCreateInput, MappingDeleteQuery, MappingFetchAnswer, MappingFetchQuery, MappingPins, MappingVersionInput,
 } from './mappings.schemas.js';
 import { createMapping, deleteMapping, fetchMappings, versionMapping } from './mappings.service.js';
+import type { MappingReferrer } from './references.js';
 
 const tags = ['Mappings'];
 
-export const mappingRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContext }> = async (app, { datasets: ctx }) => {
+/** `referrers`: what refers to mappings (pipelines), registered in app.ts. */
+export const mappingRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContext; referrers: readonly MappingReferrer[] }> = async (app, { datasets: ctx, referrers }) => {
   app.get('/datasets/:dataSetId/mappings', {
     schema: {
       tags, summary: "List the dataset's mappings (without urn), or fetch a mapping's document (with a logical or versioned urn)",
@@ -37,7 +39,7 @@ export const mappingRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetsContex
       params: DatasetParams, querystring: MappingDeleteQuery, response: responses({ 204: NoContent }, [400, 401, 403, 404, 409]),
     },
   }, async (request, reply) => {
-    await deleteMapping(ctx, callerOf(request), request.params.dataSetId, request.query.urn);
+    await deleteMapping(ctx, referrers, callerOf(request), request.params.dataSetId, request.query.urn);
     return reply.code(204).send();
   });
 };

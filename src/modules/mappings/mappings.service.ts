@@ -4,10 +4,10 @@ import { AppError } from '../../errors.js';
 import { uniquely } from '../../db/constraint-errors.js';
 import type { Database } from '../../db/client.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
-import { pipelinesReferencingMapping } from '../pipelines/index.js';
 import { logicalUrnOf, mappingUrnOf, mappingUrnProblem, parseMappingUrn, versionedUrnOf } from './mapping-urns.js';
 import { deleteMappingRows, findMappingContent, findMappingVersion, insertMappingVersion, mappingsOf, versionsOf } from './mappings.repo.js';
 import type { MappingCreateInput, MappingList, MappingPins, MappingVersionInput } from './mappings.schemas.js';
+import type { MappingReferrer } from './references.js';
 
 /**
  * A dataset's mappings: versioned JSON documents named by URN. A document is stored exactly as the
@@ -81,10 +81,12 @@ export async function versionMapping(ctx: DatasetsContext, caller: Caller, datas
 
 /**
  * A logical URN removes every version, a versioned one that version. Refused (409) while a
- * pipeline refers to what would go: the logical URN or one of the removed versions (removing the
- * last version removes the mapping, so its logical URN counts then too).
+ * referrer (a pipeline) refers to what would go: the logical URN or one of the removed versions
+ * (removing the last version removes the mapping, so its logical URN counts then too).
  */
-export async function deleteMapping(ctx: DatasetsContext, caller: Caller, datasetId: string, urn: string): Promise<void> {
+export async function deleteMapping(
+  ctx: DatasetsContext, referrers: readonly MappingReferrer[], caller: Caller, datasetId: string, urn: string,
+): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     await authorizeDatasetPart(ctx, caller, datasetId, 'write', trx);
     const { name, version } = mappingUrnOf(datasetId, urn, 'urn');
@@ -95,9 +97,9 @@ export async function deleteMapping(ctx: DatasetsContext, caller: Caller, datase
       ...removed.map((v) => versionedUrnOf(datasetId, name, v)),
       ...(removed.length === versions.length ? [logicalUrnOf(datasetId, name)] : []),
     ];
-    const users = await pipelinesReferencingMapping(trx, datasetId, referenced);
-    if (users.length > 0) {
-      throw new AppError('RESOURCE_IN_USE', `The mapping is referenced by ${users.map((p) => `pipeline "${p.name}" (${p.id}) as ${p.mappingRef}`).join(', ')}; change its mappingRef first`);
+    for (const referrer of referrers) {
+      const refusal = await referrer.refusal(trx, datasetId, referenced);
+      if (refusal) throw refusal;
     }
     await deleteMappingRows(trx, datasetId, name, version);
   });

@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type SqlBool } from 'kysely';
 import type { Database } from '../../db/client.js';
-import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { fetchPageIds, inIdOrder, withNameDescriptionFilters, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { Pipeline, PipelineListQuery } from './pipelines.schemas.js';
 
@@ -67,6 +66,22 @@ export const updatePipelineRow = (db: Database, id: string, values: PipelineValu
   }).where('id', '=', id).execute();
 
 export const deletePipelineRow = (db: Database, id: string) => db.deleteFrom('pipelines').where('id', '=', id).execute();
+
+/** The pipelines (with their dataset ids) that read from a data source, by name. */
+export async function pipelinesUsingDataSource(db: Database, dataSourceId: string): Promise<{ id: string; name: string; datasetId: string }[]> {
+  const rows = await db.selectFrom('pipelines').select(['id', 'name', 'dataset_id'])
+    .where(sql<SqlBool>`data_source_ids @> array[${dataSourceId}]::uuid[]`)
+    .orderBy('name').execute();
+  return rows.map((row) => ({ id: row.id, name: row.name, datasetId: row.dataset_id }));
+}
+
+/** Of these data sources, those that at least one pipeline reads from. */
+export async function dataSourcesReadByPipelines(db: Database, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`select distinct unnest(data_source_ids) as id from pipelines where data_source_ids && ${uuidArray(ids)}`.execute(db);
+  const wanted = new Set(ids);
+  return new Set(rows.map((row) => row.id).filter((id) => wanted.has(id)));
+}
 
 /** The pipelines of a dataset whose mappingRef is one of `urns`. */
 export const pipelinesWithMappingRef = (db: Database, datasetId: string, urns: readonly string[]) =>

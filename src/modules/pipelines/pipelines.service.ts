@@ -7,6 +7,7 @@ import { pageOf, parseSort } from '../../http/page.js';
 import { authorizeDatasetPart, type DatasetsContext } from '../datasets/index.js';
 import { compileMapping, type MappingFault } from '../../ingest/mapping.js';
 import { mappingUrnProblem, resolveMapping } from '../mappings/index.js';
+import { existingDataSourceIds } from '../datasources/index.js';
 import { cronProblem } from './cron.js';
 import { rejectionPage } from '../../ingest/rejections.js';
 import {
@@ -129,14 +130,11 @@ export async function listRejections(ctx: DatasetsContext, caller: Caller, datas
  * with the target path), every data source must exist, and the named API must be one of the
  * dataset's.
  */
-export async function pipelineProblems(
-  db: Database, datasetId: string,
-  checks: { namedApiSlugs: readonly string[]; existingDataSourceIds: (db: Database, ids: readonly string[]) => Promise<ReadonlySet<string>> },
-): Promise<FieldError[]> {
+export async function pipelineProblems(db: Database, datasetId: string, namedApiSlugs: readonly string[]): Promise<FieldError[]> {
   const pipelines = await loadPipelines(db, datasetId, await pipelineIdsOfDataset(db, datasetId));
   if (pipelines.length === 0) return [];
   const allSourceIds = [...new Set(pipelines.flatMap((p) => p.dataSourceIds))];
-  const existing = allSourceIds.length > 0 ? await checks.existingDataSourceIds(db, allSourceIds) : new Set<string>();
+  const existing = allSourceIds.length > 0 ? await existingDataSourceIds(db, allSourceIds) : new Set<string>();
   const problems: FieldError[] = [];
   // Pipelines sharing a mappingRef share its lookup, and those sharing a mapping version its
   // compilation: each URN is read once and each expression compiles once.
@@ -166,8 +164,8 @@ export async function pipelineProblems(
       if (!existing.has(sourceId)) problems.push({ field: `${at}.dataSourceIds[${sourceIndex}]`, message: `pipeline "${pipeline.name}": no data source has the id ${sourceId}` });
     });
     if (pipeline.namedApiSlug === null) problems.push({ field: `${at}.namedApiSlug`, message: `pipeline "${pipeline.name}" names no named API` });
-    else if (!checks.namedApiSlugs.includes(pipeline.namedApiSlug)) {
-      const known = checks.namedApiSlugs.length > 0 ? checks.namedApiSlugs.join(', ') : 'none';
+    else if (!namedApiSlugs.includes(pipeline.namedApiSlug)) {
+      const known = namedApiSlugs.length > 0 ? namedApiSlugs.join(', ') : 'none';
       problems.push({ field: `${at}.namedApiSlug`, message: `pipeline "${pipeline.name}": "${pipeline.namedApiSlug}" is not one of the dataset's named APIs (${known})` });
     }
   }

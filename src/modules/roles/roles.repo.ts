@@ -2,8 +2,7 @@ import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
 import type { RoleType } from '../../db/schema.js';
-import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { withNameDescriptionFilters, fetchPageIds, inIdOrder, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { Role, RoleListQuery } from './roles.schemas.js';
 

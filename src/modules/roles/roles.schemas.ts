@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, NonEmpty, Nullable, Ref, RoleTypeSchema, Uuid } from '../../http/schemas.js';
 import { sharedListParameters } from '../../http/page.js';
-import { PermissionTypeSchema } from '../permissions/permissions.schemas.js';
+import { PermissionTypeSchema } from '../permissions/index.js';
 
 export const Role = Type.Object({
   id: Uuid,

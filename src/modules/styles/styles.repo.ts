@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
-import { containsAny, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { containsAny, fetchPageIds, inIdOrder, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { Style, StyleListQuery } from './styles.schemas.js';
 

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Database } from '../../db/client.js';
-import { fetchPageIds, inIdOrder } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { fetchPageIds, inIdOrder, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { PersonalAccessToken } from './tokens.schemas.js';
 

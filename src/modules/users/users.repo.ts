@@ -3,8 +3,7 @@ import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { Database } from '../../db/client.js';
 import { userFullName } from '../../db/user-ref.js';
 import type { Title } from '../../db/schema.js';
-import { containsAny, containsPattern, fetchPageIds, inIdOrder, withSharedFilters } from '../../db/list-query.js';
-import type { ListRequest } from '../../http/page.js';
+import { containsAny, containsPattern, fetchPageIds, inIdOrder, withSharedFilters, type ListRequest } from '../../db/list-query.js';
 import { iso } from '../../http/resource.js';
 import type { User, UserListQuery } from './users.schemas.js';
 

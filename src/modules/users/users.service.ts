@@ -4,7 +4,7 @@ import type { Caller } from '../../access/caller.js';
 import { constraintOf, isUniqueViolation } from '../../db/constraint-errors.js';
 import { assertMayRebindUser, grantingNoMoreThanCallerHolds } from '../../access/effective-grants.js';
 import { lockMissingIds } from '../../db/missing-ids.js';
-import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/tenant-administrator-guard.js';
+import { keepingATenantAdministrator, lockTenantAdministratorGuard } from '../assignments/index.js';
 import { AppError, notFound, validationFailed } from '../../errors.js';
 import { recordEvent, type Actor } from '../audit/index.js';
 import { assertIfMatch } from '../../http/etag.js';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Database } from './client.js';
+import type { Database } from '../db/client.js';
 import type { Config } from '../config.js';
-import { ADMINISTRATORS_GROUP, PERMISSION_CATALOGUE, SEEDED_ROLES, TENANT_ADMINISTRATOR_ROLE } from '../access/catalogue.js';
-import { stableId } from '../access/stable-id.js';
-import { scopeColumns } from '../access/scopes.js';
+import { ADMINISTRATORS_GROUP, PERMISSION_CATALOGUE, SEEDED_ROLES, TENANT_ADMINISTRATOR_ROLE } from './catalogue.js';
+import { stableId } from './stable-id.js';
+import { scopeColumns } from './scopes.js';
 
 // Any constant works; it only has to be the same in every process of one installation.
 const BOOTSTRAP_LOCK_KEY = 7_041_913;

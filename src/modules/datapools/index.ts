@@ -1,0 +1,2 @@
+/** The datapools module's public face. */
+export { datapoolRoutes } from './datapools.routes.js';

@@ -1,0 +1,2 @@
+/** The groups module's public face. */
+export { groupRoutes } from './groups.routes.js';

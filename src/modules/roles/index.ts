@@ -1,0 +1,2 @@
+/** The roles module's public face. */
+export { roleRoutes } from './roles.routes.js';
