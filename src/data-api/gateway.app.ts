@@ -133,7 +133,7 @@ type RequestDecision =
   | { outcome: 'allow'; route: PayloadRoute; operation: PayloadOperation; rights: { read: boolean; write: boolean }; owsPlan: ReturnType<typeof ogcPlanOf> };
 
 /** What a payload request gets on this route (undefined: none published at its address). */
-function decideRequest(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, ctx: AppContext): RequestDecision {
+function decideRequest(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, ctx: GatewayContext): RequestDecision {
   // Only a SensorThings `$batch` takes multipart (see multipartBatchOf); elsewhere it stays the 415 it was.
   if (route?.standard !== 'STA' && isMultipartMixed(request.headers['content-type'])) return { outcome: 'multipart-elsewhere' };
   const owsPlan = ogcPlanOf(request, route, address, ctx.config.ows.maxBodyBytes);
