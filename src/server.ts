@@ -205,7 +205,12 @@ function trackConnections(server: HttpServer): () => Promise<void> {
     // has not sent its first request yet is given the grace to send it.
     for (const [socket, count] of inFlight) if (count === 0 && served.has(socket)) socket.end();
     setTimeout(() => {
-      for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+      // Not at once: after a busy stretch (PGlite's work blocks the event loop) the timers run
+      // before the poll phase reads what the sockets received meanwhile, so a request sent within
+      // the grace would be cut unread. setImmediate runs after that poll phase.
+      setImmediate(() => {
+        for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+      });
     }, DRAIN_GRACE_MS).unref();
   }
 }

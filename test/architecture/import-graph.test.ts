@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { cruise, type ICruiseResult, type IViolation } from 'dependency-cruiser';
 import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options';
 import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
+import { REPOSITORY } from '../helpers/repository.js';
 
 /**
  * The import rules of src/ (.dependency-cruiser.cjs): no circles, type-only imports included;
@@ -12,7 +12,7 @@ import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
  * datasets aggregate importing none of its parts. No database: it reads the sources only.
  */
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = REPOSITORY;
 
 /** One line per broken rule: the rule, the edge and, for a circle, the whole way round. */
 const describeViolation = (violation: IViolation) => {

@@ -3,13 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { request } from '../faults/harness.js';
 import { freePorts } from '../helpers/ports.js';
 import { ADMIN_EMAIL, DEV_PASSWORD, REALM } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 import { createDatabaseBeside, type DatabaseBeside } from '../helpers/database-beside.js';
 import { startNginx, type Nginx } from './nginx.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 /**
  * N replicas of the compiled service (`node dist/server.js all`) on one fresh PostgreSQL
@@ -18,7 +18,7 @@ import { startNginx, type Nginx } from './nginx.js';
  * start it with 1, 2 or 3 replicas. Every process logs to a file in the run's folder.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 const SERVER = path.join(ROOT, 'dist', 'server.js');
 
 export interface ClusterOptions {

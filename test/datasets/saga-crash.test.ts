@@ -11,6 +11,7 @@ import { buildApp } from '../../src/app.js';
 import { datasetSagas } from '../../src/modules/datasets/index.js';
 import { ADMIN_EMAIL, databaseKinds, freshPostgresDatabase, testIdp, DEV_PASSWORD } from '../helpers/test-app.js';
 import { migratedPgliteSnapshot } from '../helpers/pglite-snapshot.js';
+import { nodeArgumentsFor } from '../helpers/programs.js';
 
 /**
  * The dataset sagas survive kill -9: a real worker process is killed inside each step of the
@@ -56,7 +57,7 @@ for (const kind of databaseKinds()) {
       }
     }
 
-    const worker = (crashKind?: string, crashAt?: number) => spawnSync(process.execPath, ['--import', 'tsx', 'test/datasets/fixtures/crashing-dataset-saga.ts'], {
+    const worker = (crashKind?: string, crashAt?: number) => spawnSync(process.execPath, nodeArgumentsFor('test/datasets/fixtures/crashing-dataset-saga.ts'), {
       env: {
         ...process.env,
         ...(postgres ? { DATABASE_URL: postgres.url } : { DATA_DIR: dataDir! }),

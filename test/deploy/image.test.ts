@@ -4,13 +4,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { missing, requirePodman } from '../helpers/requirements.js';
 import { freePorts } from '../helpers/ports.js';
 import { freshPostgresDatabase } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 import { buildNodeBase, type BaseImageTimings } from './image-base.js';
 import { podmanRunner, writeContainersConf } from './podman.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 /**
  * The Dockerfile as an operator uses it: built with podman on a Node base made here from Debian's
@@ -21,7 +21,7 @@ import { podmanRunner, writeContainersConf } from './podman.js';
  * stop that drains and exits 0. Everything it made is removed afterwards.
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOT = REPOSITORY;
 const RUN_ID = `${process.pid}-${Date.now().toString(36)}`;
 const BASE_TAG = `localhost/node-base:22-test-${RUN_ID}`;
 const IMAGE_TAG = `localhost/city-data-platform:test-${RUN_ID}`;

@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
@@ -13,6 +12,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/Horizo
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { locateKubectl } from '../helpers/requirements.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 /**
  * Renders deploy/kubernetes with `kubectl kustomize` (offline) and checks documents against the
@@ -24,7 +24,7 @@ import { locateKubectl } from '../helpers/requirements.js';
 
 export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [field: string]: any };
 
-export const REPOSITORY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { REPOSITORY };
 export const DEPLOY_TREE = path.join(REPOSITORY, 'deploy/kubernetes');
 
 /** A throw-away copy of deploy/kubernetes, so that a test can add secrets.env or break a file. */

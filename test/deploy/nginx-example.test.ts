@@ -7,10 +7,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { locateNginx, missing, requireNginx, requireOpenssl } from '../helpers/requirements.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 const EXAMPLE = path.join(ROOT, 'deploy', 'nginx', 'platform.conf');
 /** Where the example expects certificates; the test points these paths at a throwaway certificate. */
 const CERTIFICATE_DIR = '/etc/nginx/tls/';

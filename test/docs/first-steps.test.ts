@@ -13,12 +13,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { freePort } from '../faults/harness.js';
 import { missing, requireCurlAndJq } from '../helpers/requirements.js';
 import { withoutFencedCode } from './markdown-links.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 const SECTION = 'First steps';
 /** A first start on a busy 2-core machine took 33-38 s (README, Quick start); leave room for more load. */
 const READY_WITHIN_MS = 240_000;

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { checkLinks, headingsOf, linksOf, markdownFilesUnder, type Problem } from './markdown-links.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 
 /** The Markdown a reader of the repository follows links in. */
 const FILES = [

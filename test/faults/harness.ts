@@ -4,6 +4,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN_EMAIL, DEV_PASSWORD, REALM, type TestApp } from '../helpers/test-app.js';
 import { freePort } from '../helpers/ports.js';
+import { nodeArgumentsFor } from '../helpers/programs.js';
 
 export { freePort };
 
@@ -88,9 +89,9 @@ export async function serverPorts(): Promise<ServerPorts> {
   return { api: await freePort(), data: await freePort(), idp: await freePort() };
 }
 
-/** Runs `node --import tsx src/server.ts <mode>` (default all) with the given database and ports. */
+/** Runs the service (`src/server.ts <mode>`, default all: see nodeArgumentsFor) with the given database and ports. */
 export function startServer(env: Record<string, string>, ports: ServerPorts, mode: 'all' | 'api' | 'data-api' | 'worker' = 'all'): ChildServer {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', mode], {
+  const child = spawn(process.execPath, [...nodeArgumentsFor('src/server.ts'), mode], {
     env: {
       PATH: process.env['PATH'],
       HOST: '127.0.0.1',

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { openDatabase, pgliteSnapshot } from '../../src/db/client.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { REPOSITORY } from './repository.js';
 
 /**
  * A migrated, empty PGlite database as a tarball, which every in-memory test database starts from.
@@ -15,7 +15,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
  * version, so that the test processes of a run (and of later runs) make it once.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 const PREFIX = 'city-data-platform-pglite-';
 
 /** What the snapshot depends on: every migration's source and the PGlite release. */

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../../src/db/client.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { enablePostgis } from '../../src/db/postgis.js';
 import { withClient } from './database-beside.js';
+import { REPOSITORY } from './repository.js';
 
 /**
  * A migrated PostgreSQL database (with PostGIS where the server has it) that the test apps'
@@ -16,7 +16,7 @@ import { withClient } from './database-beside.js';
  * lock, under a name of its own, and renames it when done, so no one copies a half-made template.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 const PREFIX = 'test_template_';
 /** Any number, the same in every test process: whoever holds it builds the template. */
 const BUILD_LOCK = 7_315_002;

@@ -11,6 +11,7 @@ import { enqueueSaga, SagaRunner, type Saga } from '../../src/jobs/saga-runner.j
 import { databaseKinds, freshPostgresDatabase } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 import { migratedPgliteSnapshot } from '../helpers/pglite-snapshot.js';
+import { nodeArgumentsFor } from '../helpers/programs.js';
 
 /**
  * The saga runner: steps in order, one transaction each; failures retried with backoff and then
@@ -146,7 +147,7 @@ for (const kind of databaseKinds()) {
         const setup = openDatabase({ url: postgres?.url ?? null, dataDir });
         id = await enqueueSaga(setup, 'test.marks', crypto.randomUUID());
         await setup.destroy();
-        const worker = (crashAt?: number) => spawnSync(process.execPath, ['--import', 'tsx', 'test/jobs/fixtures/crashing-saga.ts'], {
+        const worker = (crashAt?: number) => spawnSync(process.execPath, nodeArgumentsFor('test/jobs/fixtures/crashing-saga.ts'), {
           env: {
             ...process.env,
             ...(postgres ? { DATABASE_URL: postgres.url } : { DATA_DIR: dataDir! }),

@@ -5,19 +5,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { bearer } from '../helpers/factories.js';
 import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { DEBIAN_PYTHON, missing, requireGdal, requireMapServer, requirePostgis, requirePythonModule } from '../helpers/requirements.js';
 import { listeningOwsApp, ogc, parseXml } from './ows-helpers.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 const run = promisify(execFile);
 type Json = Record<string, any>;
 
 const skip = missing(requireMapServer(), requireGdal(), await requirePostgis(), requirePythonModule('owslib', 'python3-owslib'));
 const skipQgis = skip || missing(requirePythonModule('qgis.core', 'python3-qgis'));
-const clients = path.join(path.dirname(fileURLToPath(import.meta.url)), 'clients');
+const clients = path.join(REPOSITORY, 'test', 'ows', 'clients');
 
 const CONTACT = { organization: 'City of Exampleton GIS desk', email: 'gis@example.org' };
 

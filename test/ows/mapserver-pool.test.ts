@@ -5,7 +5,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   locateMapServer,
   MapServerBusyError,
@@ -15,6 +14,7 @@ import {
   type MapServerPoolOptions,
 } from '../../src/ows/mapserver-pool.js';
 import { missing, requireMapServer } from '../helpers/requirements.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 const binaries = locateMapServer();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -394,7 +394,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
   });
 
   test('workers do not outlive a Node process that exits without stop()', { skip: process.platform !== 'linux' && 'reads /proc (Linux only)' }, async () => {
-    const poolModule = fileURLToPath(new URL('../../src/ows/mapserver-pool.ts', import.meta.url));
+    const poolModule = path.join(REPOSITORY, 'src', 'ows', 'mapserver-pool.ts');
     const script = `
       import { MapServerPool } from ${JSON.stringify(poolModule)};
       const log = { info() {}, warn() {}, error() {} };

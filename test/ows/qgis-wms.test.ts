@@ -4,7 +4,6 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PNG } from 'pngjs';
 import type { TestApp } from '../helpers/test-app.js';
@@ -12,9 +11,10 @@ import { publishDataset, type PublishedDataset } from '../helpers/sta-dataset.js
 import { DEBIAN_PYTHON, missing, requireMapServer, requirePostgis, requirePythonModule } from '../helpers/requirements.js';
 import { bearer } from '../helpers/factories.js';
 import { isRed, listeningOwsApp, squareStyle, TREES } from './ows-helpers.js';
+import { REPOSITORY } from '../helpers/repository.js';
 
 const run = promisify(execFile);
-const DRAW_WMS = fileURLToPath(new URL('./clients/qgis_draw_wms.py', import.meta.url));
+const DRAW_WMS = path.join(REPOSITORY, 'test', 'ows', 'clients', 'qgis_draw_wms.py');
 const skip = missing(requireMapServer(), await requirePostgis(), requirePythonModule('qgis.core', 'python3-qgis'));
 
 /**

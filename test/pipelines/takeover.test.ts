@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../helpers/ports.js';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import mqtt from 'mqtt';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
@@ -11,6 +10,8 @@ import { pipelineDataset, releasedDataSource } from '../helpers/pipelines.js';
 import { storageSchemaOf } from '../../src/modules/datasets/index.js';
 import { waitFor } from '../helpers/wait.js';
 import { mosquittoMissing, startMosquitto, type OwnBroker } from '../ingest/mosquitto.js';
+import { REPOSITORY } from '../helpers/repository.js';
+import { nodeArgumentsFor } from '../helpers/programs.js';
 
 /**
  * Issue 17: two processes of the service share one PostgreSQL; the one running an MQTT pipeline
@@ -22,14 +23,13 @@ import { mosquittoMissing, startMosquitto, type OwnBroker } from '../ingest/mosq
  */
 
 const MESSAGES = 2000;
-const PROCESS = fileURLToPath(new URL('./pipeline-process.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPOSITORY;
 
 interface Worker { child: ChildProcess; running: string[]; startedAt: Map<string, number>; ready: Promise<void> }
 
 function startWorker(databaseUrl: string): Worker {
-  // tsx as a loader of this node process, not its CLI (which runs the script in a child: SIGKILL would miss it).
-  const child = spawn(process.execPath, ['--import', 'tsx', PROCESS], {
+  // tsx (where used) as a loader of this node process, not its CLI (which runs the script in a child: SIGKILL would miss it).
+  const child = spawn(process.execPath, nodeArgumentsFor('test/pipelines/pipeline-process.ts'), {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PIPELINE_RECONCILE_MS: '250' },
     stdio: ['ignore', 'pipe', 'inherit'],
