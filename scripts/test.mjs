@@ -98,11 +98,12 @@ const slowest = (measured) => [...measured].sort((a, b) => b.ms - a.ms).slice(0,
   .map(({ file, ms }) => `${path.relative(root, file)} ${(ms / 1000).toFixed(0)} s`).join(', ') || 'none measured';
 
 /**
- * Files run at once. Most of a file's time is spent waiting on real processes (PostgreSQL,
- * MapServer, Mosquitto, child servers), so more files than cores fit: DEFAULT_FILES_PER_CORE was
- * measured on 2 cores (see docs/tests.md). TEST_CONCURRENCY or --concurrency overrides it.
+ * Files run at once: one per core. Measured on 2 cores (docs/tests.md, "How long"): the suite is
+ * CPU-bound once the files load bundles (PGlite, the child servers, MapServer, PostgreSQL itself),
+ * so a third file at once only made the same work slower and stretched waits towards their time
+ * limits. TEST_CONCURRENCY or --concurrency overrides it.
  */
-const DEFAULT_FILES_PER_CORE = 1.5;
+const DEFAULT_FILES_PER_CORE = 1;
 function concurrencyOf(setting) {
   if (setting === undefined || setting === '') return Math.max(1, Math.round(os.availableParallelism() * DEFAULT_FILES_PER_CORE));
   const n = Number(setting);
