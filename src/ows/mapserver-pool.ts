@@ -62,7 +62,10 @@ const MAX_BACKOFF_MS = 5000;
 const STOP_GRACE_MS = 2000;
 // spawn-fcgi binds the socket a few ms after fork and listens a moment later; a worker is ready once
 // a connection to it is accepted into the socket's backlog (mapserv takes it once it has exec'd).
-const READY_ATTEMPTS = 100;
+// The wait is a time, not a count of tries: on a machine busy with other work a process start can
+// take a second or more, and a hundred 10 ms tries ran out before a worker that was merely slow
+// to start listened (and its pool failed to start).
+const READY_WITHIN_MS = 15_000;
 const READY_RETRY_MS = 10;
 /**
  * Requests handed to one worker at once: the one it serves and the next, each on a connection of
@@ -379,7 +382,8 @@ export class MapServerPool {
     child.stderr?.on('data', (d: Buffer) => this.o.log.warn({ worker: w.index, pid: child.pid }, d.toString().trim()));
     this.o.log.info({ worker: w.index, pid: child.pid, socket: w.socketPath }, 'MapServer worker spawned');
 
-    for (let attempt = 0; attempt < READY_ATTEMPTS; attempt++) {
+    const deadline = performance.now() + READY_WITHIN_MS;
+    while (performance.now() < deadline) {
       if (w.child !== child || child.exitCode !== null || child.signalCode !== null) return false;
       if (await this.listens(w, child)) {
         w.ready = true;

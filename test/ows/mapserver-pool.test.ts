@@ -207,13 +207,11 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
     assert.equal(fs.realpathSync(`/proc/${pid}/exe`), fs.realpathSync(binaries!.mapserv));
   });
 
-  test('a worker is ready once it listens, not when its socket file appears: its first requests are the ones it serves', async () => {
-    // spawn-fcgi binds, then listens: this stand-in holds the gap open for 300 ms. A worker counted
-    // ready in the gap got a refused connection, its request went back to the queue, and the one
-    // written behind it was taken for the request being served (and failed when the worker died).
-    const slowSpawn = path.join(dir, 'slow-spawn-fcgi');
+  /** A stand-in for spawn-fcgi that binds the socket, waits `seconds`, then listens and execs mapserv on it. */
+  const slowSpawnFcgi = (seconds: number) => {
+    const file = path.join(dir, `slow-spawn-fcgi-${seconds}`);
     fs.writeFileSync(
-      slowSpawn,
+      file,
       [
         '#!/usr/bin/env python3',
         'import os, socket, sys, time',
@@ -221,7 +219,7 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
         "program = args[args.index('--') + 1:]",
         'listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)',
         "listener.bind(args[args.index('-s') + 1])",
-        'time.sleep(0.3)',
+        `time.sleep(${seconds})`,
         'listener.listen(16)',
         'os.dup2(listener.fileno(), 0)',
         'os.execv(program[0], program)',
@@ -229,7 +227,14 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
       ].join('\n'),
       { mode: 0o755 },
     );
-    const pool = await startPool({ size: 1, spawnFcgi: slowSpawn }, { awaitListening: false });
+    return file;
+  };
+
+  test('a worker is ready once it listens, not when its socket file appears: its first requests are the ones it serves', async () => {
+    // spawn-fcgi binds, then listens: this stand-in holds the gap open for 300 ms. A worker counted
+    // ready in the gap got a refused connection, its request went back to the queue, and the one
+    // written behind it was taken for the request being served (and failed when the worker died).
+    const pool = await startPool({ size: 1, spawnFcgi: slowSpawnFcgi(0.3) }, { awaitListening: false });
     const socket = path.join(dir, `run-${pools.length - 1}`, 'mapserv-0.sock');
     const listening = listeningSockets();
     if (listening) assert.ok(listening.has(socket), 'start() resolved before the worker listened');
@@ -239,6 +244,15 @@ describe('MapServerPool (real mapserv over FastCGI)', { skip: missing(requireMap
     process.kill(pid!, 'SIGKILL');
     await assert.rejects(served, MapServerFailedError);
     const answer = await waiting;
+    assert.equal(answer.status, 200);
+    assert.match(answer.body.toString(), /<Name>pts<\/Name>/);
+  });
+
+  test('a worker slow to start, as on a busy machine, is waited for: the pool starts and serves', async () => {
+    // Two seconds between bind and listen: the pool once gave up after a hundred 10 ms tries (about
+    // a second), so that a busy machine's slow process start failed the whole pool.
+    const pool = await startPool({ size: 1, spawnFcgi: slowSpawnFcgi(2) }, { awaitListening: false });
+    const answer = await pool.run(capabilities());
     assert.equal(answer.status, 200);
     assert.match(answer.body.toString(), /<Name>pts<\/Name>/);
   });
