@@ -42,7 +42,8 @@ const pretending = (thing: Pretendable) => pretendedMissing().has(thing);
  * `npm run test:quick` (TEST_QUICK set) is the inner loop: PGlite only, and no external program.
  * Every check below of such a program answers this reason there, whether or not it is installed.
  */
-const QUICK_LOOP = process.env['TEST_QUICK'] ? 'left out of the quick loop (npm test runs it)' : null;
+/** Read at each check, so that the checks' own tests can ask them as npm test would. */
+const quickLoop = (): string | null => (process.env['TEST_QUICK'] ? 'left out of the quick loop (npm test runs it)' : null);
 
 /** Joins the reasons that are not null, for node:test's `skip` option; false when nothing is missing. */
 export function missing(...reasons: (string | null)[]): string | false {
@@ -67,14 +68,14 @@ function findExecutable(name: string, extraDirs: string[] = []): string | null {
 
 /** mapserv and spawn-fcgi, as the OWS server finds them (PATH, or MAPSERV_PATH / SPAWN_FCGI_PATH). */
 export function requireMapServer(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   if (pretending('mapserver')) return `MapServer is not installed (Debian packages: cgi-mapserver mapserver-bin spawn-fcgi)${PRETENDED}`;
   return locateMapServer() ? null : 'MapServer is not installed (Debian packages: cgi-mapserver mapserver-bin spawn-fcgi)';
 }
 
 /** GDAL's command line tools (ogrinfo, ogr2ogr): the OWS tests read the WFS with them, as GIS clients do. */
 export function requireGdal(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   const reason = 'GDAL is not installed (Debian packages: gdal-bin)';
   if (pretending('gdal')) return `${reason}${PRETENDED}`;
   return findExecutable('ogrinfo') && findExecutable('ogr2ogr') ? null : reason;
@@ -137,7 +138,7 @@ export function locateMosquitto(): string | null {
 
 /** The mosquitto binary, for tests that start a broker of their own. */
 export function requireMosquittoBinary(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   if (locateMosquitto()) return null;
   return `Mosquitto is not installed (Debian packages: mosquitto)${pretending('mosquitto') ? PRETENDED : ''}`;
 }
@@ -195,7 +196,7 @@ let brokerCheck: Promise<string | null> | null = null;
  */
 export function requireMosquitto(): Promise<string | null> {
   brokerCheck ??= (async () => {
-    if (QUICK_LOOP) return QUICK_LOOP;
+    if (quickLoop()) return quickLoop();
     const binary = requireMosquittoBinary();
     if (pretending('mosquitto')) return binary;
     const outcome = await probeMqtt(MQTT_BROKER.host, MQTT_BROKER.port);
@@ -211,7 +212,7 @@ export function requireMosquitto(): Promise<string | null> {
  * steps with them as a reader would.
  */
 export function requireCurlAndJq(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   const absent = ['curl', 'jq'].filter((tool) => !findExecutable(tool));
   return absent.length === 0 ? null : `${absent.join(' and ')} not installed (Debian packages: curl jq)`;
 }
@@ -223,13 +224,13 @@ export function locateNginx(): string | null {
 
 /** nginx, for checking the operators' example configuration (deploy/nginx/) with `nginx -t`. */
 export function requireNginx(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   return locateNginx() ? null : 'nginx is not installed (Debian packages: nginx)';
 }
 
 /** openssl's command line tool (Debian: openssl), for a throwaway self-signed certificate. */
 export function requireOpenssl(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   return findExecutable('openssl') ? null : 'openssl is not installed (Debian packages: openssl)';
 }
 
@@ -239,7 +240,7 @@ export function locateKubectl(): string | null {
 }
 
 export function requireKubectl(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   return locateKubectl() ? null : 'kubectl is not installed (Debian packages: kubernetes-client)';
 }
 
@@ -249,7 +250,7 @@ export function requireKubectl(): string | null {
  * mmdebstrap for a Debian base image made without a registry.
  */
 export function requirePodman(): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   const tools = ['podman', 'runc', 'netavark', 'mmdebstrap'];
   const absent = tools.filter((tool) => !findExecutable(tool, ['/usr/sbin', '/usr/libexec/podman', '/usr/lib/podman']));
   if (absent.length > 0) return `${absent.join(', ')} not installed (Debian packages: podman runc netavark aardvark-dns iptables uidmap mmdebstrap)`;
@@ -262,7 +263,7 @@ export const DEBIAN_PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/pytho
 
 /** A Python module of a Debian package (python3-owslib, python3-qgis) that Debian's python3 imports. */
 export function requirePythonModule(module: string, debianPackage: string): string | null {
-  if (QUICK_LOOP) return QUICK_LOOP;
+  if (quickLoop()) return quickLoop();
   const reason = `the Python module ${module} is not installed (Debian packages: ${debianPackage})`;
   if (!/^[a-z][a-z0-9_.]*$/i.test(module)) throw new Error(`not a module name: ${module}`);
   const probe = spawnSync(DEBIAN_PYTHON, ['-c', `import ${module}`], { stdio: 'ignore', timeout: 60_000, env: { ...process.env, QT_QPA_PLATFORM: 'offscreen' } });
