@@ -16,6 +16,15 @@ import { prefilledPgliteDirectory } from '../helpers/pglite-snapshot.js';
 
 const WRITES = 20;
 
+/** Runs one step of the test; a failure names the step and shows the server's last log lines. */
+async function step<T>(server: ChildServer, what: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    throw new Error(`${what}: ${(error as Error).message}\nthe server's log:\n${server.lines.slice(-40).join('\n')}`, { cause: error });
+  }
+}
+
 for (const kind of databaseKinds()) {
   describe(`graceful shutdown (${kind})`, () => {
     let env: Record<string, string>;
@@ -44,8 +53,8 @@ for (const kind of databaseKinds()) {
       // At debug the server logs each request as it arrives: the sign that it has read them all.
       const server = startServer({ ...env, LOG_LEVEL: 'debug' }, ports);
       children.push(server);
-      await server.waitForLine(/"msg":"ready: /);
-      const token = await adminToken(server.idpUrl);
+      await step(server, 'waiting for ready', () => server.waitForLine(/"msg":"ready: /));
+      const token = await step(server, 'the token', () => adminToken(server.idpUrl));
 
       const names = Array.from({ length: WRITES }, () => `shutdown-${randomUUID()}`);
       // The signal lands once every connection is established (the server may not have read them yet).
@@ -57,17 +66,22 @@ for (const kind of databaseKinds()) {
       await established;
       await server.waitForLine(/"msg":"incoming request"/);
       server.process.kill('SIGTERM');
-      const answers = await Promise.all(writes);
-      assert.deepEqual(answers.map((answer) => answer.status), names.map(() => 201), JSON.stringify(answers.filter((a) => a.status !== 201).map((a) => a.body)));
+      // Each write's outcome, so that a failure names which writes failed and how, with the server's log.
+      const outcomes = await Promise.allSettled(writes);
+      const failed = outcomes.flatMap((outcome, index) => (outcome.status === 'rejected'
+        ? [`write ${index}: ${(outcome.reason as Error).message}`]
+        : outcome.value.status !== 201 ? [`write ${index}: ${outcome.value.status} ${JSON.stringify(outcome.value.body)}`] : []));
+      assert.deepEqual(failed, [], `${failed.join('\n')}\nthe server's log:\n${server.lines.slice(-60).join('\n')}`);
+      const answers = outcomes.map((outcome) => (outcome as PromiseFulfilledResult<Awaited<(typeof writes)[number]>>).value);
       assert.equal(await server.exited, 0, server.lines.slice(-10).join('\n'));
       assert.ok(server.lines.some((line) => line.includes('"msg":"stopped"')));
 
       const again = startServer(env, ports);
       children.push(again);
-      await again.waitForLine(/"msg":"ready: /);
-      const freshToken = await adminToken(again.idpUrl);
+      await step(again, 'after the restart, waiting for ready', () => again.waitForLine(/"msg":"ready: /));
+      const freshToken = await step(again, 'after the restart, the token', () => adminToken(again.idpUrl));
       for (const answer of answers) {
-        const found = await request(`${again.apiUrl}/v1/groups/${answer.body.id}`, { token: freshToken });
+        const found = await step(again, `after the restart, reading group ${answer.body.name}`, () => request(`${again.apiUrl}/v1/groups/${answer.body.id}`, { token: freshToken }));
         assert.equal(found.status, 200, `group ${answer.body.name} after the restart`);
       }
       again.process.kill('SIGTERM');
