@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm test`: runs every test/**/*.test.ts (or the files given) with node's test runner through tsx,
-// several files at once (each file makes its own databases, ports, MapServer workers and MQTT
-// listeners, so files do not meet), longest first, and says what was skipped and why. Node's TAP
+// `npm test`: runs every test/**/*.test.ts (or the files given) with node's test runner, as bundles
+// (see bundleTests), one file per core at once (each file makes its own databases, ports, MapServer
+// workers and MQTT listeners, so files do not meet), longest first, and says what was skipped and why. Node's TAP
 // output is passed through as it comes; its closing lines (`# tests N`, `# pass N`, `# fail N`, …)
 // stay the last lines, with `# skipped N` counting skipped suites too (node counts a suite skipped
 // as a whole as nothing). The account ends with one line saying what to install (the Debian packages

@@ -41,8 +41,8 @@ const pretending = (thing: Pretendable) => pretendedMissing().has(thing);
 /**
  * `npm run test:quick` (TEST_QUICK set) is the inner loop: PGlite only, and no external program.
  * Every check below of such a program answers this reason there, whether or not it is installed.
+ * Read at each check, so that the checks' own tests can ask them as npm test would.
  */
-/** Read at each check, so that the checks' own tests can ask them as npm test would. */
 const quickLoop = (): string | null => (process.env['TEST_QUICK'] ? 'left out of the quick loop (npm test runs it)' : null);
 
 /** Joins the reasons that are not null, for node:test's `skip` option; false when nothing is missing. */
