@@ -34,6 +34,8 @@ const DRAIN_GRACE_MS = 2_000;
 // (at most ACCEPT_WINDOW_MAX_MS), and answered with Connection: close.
 const ACCEPT_QUIET_MS = 100;
 const ACCEPT_WINDOW_MAX_MS = 1_000;
+// Twice Node's default listen backlog (511): the most turns spent taking connections already queued.
+const ACCEPT_QUEUE_MAX_TURNS = 1_024;
 
 /** A listener of the API ports: its server listens from the start; its application exists once the database is ready. */
 interface Listener { name: string; url: string; starting: StartingServer; app: FastifyInstance | null; drain: () => Promise<void> }
@@ -187,17 +189,29 @@ function trackConnections(server: HttpServer): () => Promise<void> {
   });
   return async () => {
     draining = true;
-    // Connections the kernel has completed but Node has not accepted yet (PGlite's work keeps the
-    // event loop busy) would be reset with the listening socket: keep accepting until none arrived
-    // for a moment, so that every client that got through is served.
+    // Clients may still connect for a moment after the signal (a balancer that has not yet seen
+    // this process go): keep accepting until none arrived for a while.
     const until = Date.now() + ACCEPT_WINDOW_MAX_MS;
     for (let before = -1; before !== accepted && Date.now() < until;) {
       before = accepted;
       await sleep(ACCEPT_QUIET_MS);
-      await new Promise(setImmediate);
     }
+    await acceptQueued();
     await new Promise<void>(stopAccepting);
   };
+  /**
+   * Takes every connection the kernel has completed but Node has not accepted yet, since closing
+   * the listening socket would reset them. libuv accepts one connection per turn of the event
+   * loop, so after a stall (PGlite's work, a busy machine pausing the process) many may still wait
+   * when the window above ends. Each turn polls the listening socket, so a turn that accepts
+   * nothing means the queue is empty; the bound only stops a flood from holding the shutdown.
+   */
+  async function acceptQueued() {
+    for (let turns = 0, before = -1; before !== accepted && turns < ACCEPT_QUEUE_MAX_TURNS; turns++) {
+      before = accepted;
+      await new Promise(setImmediate);
+    }
+  }
   function stopAccepting(resolve: () => void) {
     // net's close stops accepting and waits for the open connections; http's would cut idle ones.
     NetServer.prototype.close.call(server, () => resolve());
