@@ -85,6 +85,33 @@ function longestFirst(list) {
   return [...list].sort((a, b) => known(b) - known(a) || a.localeCompare(b));
 }
 
+/**
+ * Test files share processes. A process spends about a second loading the application and runs its
+ * code cold until the JIT has warmed it, which a file alone repeats for every file: ten files of the
+ * management API took 57 CPU-s in a process each and 29 in one (docs/tests.md, "How long"). So the
+ * files, longest first, are packed into batches of at most BATCH_SECONDS of stored time each (first
+ * fit); a longer file, or one without a stored time, runs alone. A batch's files run one after the
+ * other, each as in a process of its own: they share only what helpers keep per process (the test
+ * identity provider, the block of test ports, the PGlite snapshot). BATCH_SECONDS keeps a run's tail
+ * short: the last batch to start is at most that long.
+ */
+const BATCH_SECONDS = 60;
+function batchesOf(list) {
+  const seconds = storedDurations();
+  const batches = [];
+  for (const file of list) {
+    const own = seconds[file] ?? Number.POSITIVE_INFINITY;
+    const fits = own < BATCH_SECONDS && batches.find((batch) => batch.seconds + own <= BATCH_SECONDS);
+    if (fits) {
+      fits.files.push(file);
+      fits.seconds += own;
+    } else {
+      batches.push({ files: [file], seconds: own });
+    }
+  }
+  return batches.sort((a, b) => b.seconds - a.seconds).map((batch) => batch.files);
+}
+
 /** Writes the measured seconds of every file of this run into test/durations.json, keeping the others. */
 function storeDurations(measured) {
   const seconds = storedDurations();
@@ -148,12 +175,20 @@ async function bundleTests(sources) {
   // The programs tests start as child processes, in the repository's layout (test/helpers/programs.ts finds them).
   await esbuild.build({ ...BUNDLE_OPTIONS, entryPoints: CHILD_PROGRAMS.map((file) => path.join(root, file)), outbase: root, outdir: path.join(dir, 'programs') });
   const bundleOf = (file) => path.join(dir, path.relative(path.join(root, 'test'), path.join(root, file))).replace(/\.ts$/, '.js');
+  // A batch of several files is one entry importing their bundles in turn (see batchesOf).
+  fs.mkdirSync(path.join(dir, 'batches'));
+  const entryOf = (batch, index) => {
+    if (batch.length === 1) return bundleOf(batch[0]);
+    const entry = path.join(dir, 'batches', `batch-${String(index + 1).padStart(3, '0')}.mjs`);
+    fs.writeFileSync(entry, batch.map((file) => `import ${JSON.stringify(`./${path.relative(path.dirname(entry), bundleOf(file))}`)};\n`).join(''));
+    return entry;
+  };
   return {
-    files: sources.map(bundleOf),
+    entries: batchesOf(sources).map(entryOf),
     programs: path.join(dir, 'programs'),
     /** The test file a bundle was made from (for the account of skips and times). */
     sourceOf: (file) => (file.startsWith(dir) ? path.join(root, 'test', path.relative(dir, file)).replace(/\.js$/, '.ts') : file),
-    /** databaseKinds()' stand-in test names its file by the path the process ran: the bundle's, relative to the root. */
+    /** databaseKinds()' stand-in test names its file by its bundle's path, relative to the root. */
     namedSource: (name) => name.replace(new RegExp(`${escapeRegExp(path.relative(root, dir))}/(\\S*?)\\.js`, 'g'), 'test/$1.ts'),
     remove: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
@@ -196,11 +231,11 @@ if (quick) {
 const bundles = await bundleTests(files);
 childEnv['TEST_PROGRAM_BUNDLES'] = bundles.programs;
 const child = spawn(process.execPath, [
-  '--enable-source-maps', '--test', `--test-concurrency=${Math.min(concurrency, files.length)}`,
+  '--enable-source-maps', '--test', `--test-concurrency=${Math.min(concurrency, bundles.entries.length)}`,
   '--test-reporter=tap', '--test-reporter-destination=stdout',
   `--test-reporter=${path.join(root, 'scripts', 'test-skips-reporter.mjs')}`, `--test-reporter-destination=${skipsFile}`,
   `--test-reporter=${path.join(root, 'scripts', 'test-durations-reporter.mjs')}`, `--test-reporter-destination=${durationsFile}`,
-  ...nodeOptions, ...bundles.files,
+  ...nodeOptions, ...bundles.entries,
 ], { cwd: root, env: childEnv, stdio: ['inherit', 'pipe', 'inherit'] });
 // Ctrl-C reaches the child too (same process group); this process waits for it to finish its report.
 process.on('SIGINT', () => {});
@@ -273,7 +308,7 @@ if (skips.length > 0) {
   else if (inCi) report.push(`CI is set: ${skips.length} skipped means a dependency is missing here, and the run FAILS.`);
   report.push(installLine());
 }
-report.push(`Files: ${files.length}, ${Math.min(concurrency, files.length)} at a time${quick ? ' (the quick loop)' : ''}; the slowest: ${slowest(measured)}.`);
+report.push(`Files: ${files.length} in ${bundles.entries.length} processes, ${Math.min(concurrency, bundles.entries.length)} at a time${quick ? ' (the quick loop)' : ''}; the slowest: ${slowest(measured)}.`);
 for (const line of report) process.stdout.write(`# ${line}\n`);
 for (const line of closing) {
   process.stdout.write(`${/^# skipped \d+$/.test(line) ? `# skipped ${allSkipped.length}` : line}\n`);

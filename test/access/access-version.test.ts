@@ -28,7 +28,7 @@ async function stream(read: () => Promise<{ statusCode: number }>, clients: numb
 
 // A change made through this process (its management API) is seen by the very next request:
 // every completed write makes the next request read the access version again (LocalWrites).
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`access changes made by this process (${kind})`, () => {
     let t: TestApp;
     let closed: PublishedDataset;

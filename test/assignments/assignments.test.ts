@@ -16,7 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 type Json = Record<string, any>;
 const ascending = (values: string[]) => [...values].sort();
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`assignments (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

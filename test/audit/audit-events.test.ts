@@ -19,7 +19,7 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 const sta = (slug = 'sensors') => ({ name: 'Sensors', slug, standard: 'STA', version: '1.1' });
 const sorted = (ids: string[]) => [...ids].sort();
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`audit events (${kind})`, () => {
     let t: TestApp;
     let adminId: string;

@@ -15,7 +15,7 @@ import {
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`explain access (${kind})`, () => {
     let t: TestApp;
     const call = (url: string, token = t.adminToken) => t.app.inject({ method: 'GET', url, headers: bearer(token) });

@@ -9,7 +9,7 @@ import { raceInDatabase } from '../helpers/race.js';
 // (PostgreSQL would abort one of them: a 500). PGlite has one connection and serialises anyway.
 // On PostgreSQL each pair is held behind a table lock of the test until both are inside the
 // database, so that every round is a real race (raceInDatabase).
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`lock order (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -7,7 +7,7 @@ import { publishDataset, publishStaDataset, waitForNoSaga, waitForRoute, type Pu
 
 // The data API gateway: its route table follows releases, its token rules and payload
 // authorization (the contract's "Payload routes"), CORS, and the plumbing shared with the API.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`data API gateway (${kind})`, () => {
     let t: TestApp;
     let gateway: FastifyInstance;

@@ -9,7 +9,7 @@ import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset
 import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
 
 // SensorThings over MQTT: who may connect, subscribe and publish (the contract's MQTT paragraph).
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT broker access (${kind})`, () => {
     let t: TestApp;
     let open: PublishedDataset;

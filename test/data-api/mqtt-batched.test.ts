@@ -9,7 +9,7 @@ import { createSensorChain, feature } from './mqtt-fixtures.js';
 
 // The notifier reads the changed entities of a burst together (one collection read per route,
 // entity set and chunk of ids); what subscribers receive must stay what a GET of each answers.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT notifications of a burst of changes (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;

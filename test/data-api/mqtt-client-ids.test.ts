@@ -12,7 +12,7 @@ import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicO
 const IDENTIFIER_REJECTED = 2;
 const rejectedId = (error: { code?: number }) => error.code === IDENTIFIER_REJECTED;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT client ids (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;

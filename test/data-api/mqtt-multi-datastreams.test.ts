@@ -10,7 +10,7 @@ import { location, multiDatastream, thing } from '../sta/fixtures.js';
 
 // SensorThings over MQTT for the MultiDatastream extension: `…/MultiDatastreams(n)/Observations`
 // is a topic to subscribe to and to publish creates on, as `…/Datastreams(n)/Observations` is.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT and MultiDatastreams (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;

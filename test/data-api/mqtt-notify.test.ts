@@ -13,7 +13,7 @@ import { compareDerived } from '../sta/derived-check.js';
 import { storageSchemaOf } from '../../src/modules/datasets/index.js';
 
 // SensorThings over MQTT: receiving updates (OGC 18-088 §14.2) and creating by publish (§14.3).
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT notifications and creates (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;

@@ -24,7 +24,7 @@ const deleteToken = async (t: TestApp, token: Json) => {
 };
 
 // A personal access token as the MQTT password (any user name): the broker's CONNECT and each decision after it.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT with personal access tokens (${kind})`, () => {
     let t: TestApp;
     let closed: PublishedDataset;

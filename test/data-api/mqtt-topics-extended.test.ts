@@ -56,7 +56,7 @@ async function createdByDeepInsert(dataset: PublishedDataset, thingId: number): 
 /** The ids announced on a topic, sorted, repeats kept (so that a duplicate shows). */
 const announced = (messages: Json[]) => messages.map((message) => message['@iot.id'] as number).sort((a, b) => a - b);
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT topics: $select, property changes, every created entity once (${kind})`, () => {
     let t: TestApp;
     let dataset: PublishedDataset;

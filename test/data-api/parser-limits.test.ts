@@ -36,7 +36,7 @@ function expectLimit(response: LightMyRequestResponse | Json, field: string, lim
 /** `Things($expand=Things($expand=…Datastreams…))`: `levels` nested `$expand`s below the first navigation. */
 const nestedExpand = (levels: number) => `Datastreams${'($expand=Thing($expand=Datastreams'.repeat(levels)}${'))'.repeat(levels)}`;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`bounded parsing on the data API (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;
@@ -238,7 +238,7 @@ describe('the limits are settings (config.dataApi.limits), met where they are se
   });
 });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`the largest settings the configuration accepts still answer, never 5xx (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

@@ -78,7 +78,7 @@ describe('a route table never holds a version newer than its rows (postgres, the
   });
 });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`the first request after a release ends is routed (${kind})`, () => {
     let t: TestApp;
     /** A gateway with polling and LISTEN off: only a lookup miss can bring it news. */

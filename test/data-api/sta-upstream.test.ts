@@ -38,7 +38,7 @@ async function fakeFrost() {
   return { seen, origin, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`STA upstream mode (${kind})`, () => {
     let t: TestApp;
     let frost: Awaited<ReturnType<typeof fakeFrost>>;

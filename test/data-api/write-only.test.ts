@@ -22,7 +22,7 @@ function expectEmpty204(response: LightMyRequestResponse, what: string) {
   assert.equal(response.headers['content-type'], undefined, what);
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`write-only callers (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

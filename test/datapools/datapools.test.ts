@@ -19,7 +19,7 @@ interface Datapool {
 interface Page<T> { content: T[]; totalElements: number; numberOfElements: number; totalPages: number; number: number; size: number }
 interface Problem { type: string; status: number; detail: string; fieldErrors?: { field: string; message: string }[] }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`datapools (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

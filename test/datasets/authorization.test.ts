@@ -39,7 +39,7 @@ const OPERATIONS: Operation[] = [
   { name: 'delete', needs: ['DATASET_DELETE'], from: 'DRAFT', request: (id) => ({ method: 'DELETE', url: `/v1/datasets/${id}` }), status: 204 },
 ];
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`datasets: the authorization matrix (${kind})`, () => {
     let t: TestApp;
     let pool: { id: string };

@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait.js';
 type Json = Record<string, any>;
 const sta = (slug = 'sensors') => ({ name: 'Sensors', slug, standard: 'STA', version: '1.1' });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`datasets (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -21,7 +21,7 @@ import { nodeArgumentsFor } from '../helpers/programs.js';
 
 const stepsOf = (kind: string) => datasetSagas().find((saga) => saga.kind === kind)!.steps.length;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`dataset sagas under kill -9 (${kind})`, () => {
     let postgres: Awaited<ReturnType<typeof freshPostgresDatabase>> | null = null;
     let dataDir: string | null = null;

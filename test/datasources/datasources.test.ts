@@ -24,7 +24,7 @@ const DEFAULTS: Record<string, Json> = {
   HTTP: { url: null, method: 'GET', headers: {}, interval: '60s', records_pointer: null, user: null, password: null },
 };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`data sources (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -94,7 +94,7 @@ describe('secret key ring', () => {
 
 interface Running { ctx: AppContext; app: FastifyInstance; warnings: string[]; close(): Promise<void> }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`data source secrets at rest (${kind})`, () => {
     let target: DatabaseTarget;
     let cleanup: (() => Promise<void>) | null = null;

@@ -9,7 +9,7 @@ import { createDatapool, expectFieldError, expectProblem, grant, uniqueEmail, un
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`usable data sources of a dataset (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

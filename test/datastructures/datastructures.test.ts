@@ -9,7 +9,7 @@ import { bearer, createDatapool, createGroup, createRole, expectFieldError, expe
 type Json = Record<string, any>;
 const MODEL = { type: 'object', properties: { temperature: { type: 'number' } }, required: ['temperature'] };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`data structures (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

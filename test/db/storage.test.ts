@@ -98,7 +98,7 @@ async function bootstrapCounts(ctx: AppContext) {
 
 const ONCE = { tenants: 1, administratorsGroups: 1, admins: 1, tenantAssignments: 1, adminMemberships: 1 };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`storage (${kind}, persistent)`, () => {
     let storage: Storage;
     before(async () => { storage = await freshStorage(kind); });

@@ -76,7 +76,7 @@ async function writesWhilePausedPastTheWindow(env: Record<string, string>, child
   }
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`graceful shutdown (${kind})`, () => {
     let env: Record<string, string>;
     let cleanUp: () => Promise<void>;

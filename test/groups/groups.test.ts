@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 const refOf = (user: TestUser) => ({ id: user.id, name: `${user.firstName} ${user.lastName}` });
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`groups (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -16,22 +17,20 @@ import type { AppContext } from '../../src/context.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
-let postgresVariantsNoted = false;
+const postgresVariantsNoted = new Set<string>();
 
 /**
  * Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI).
  * Without it the file's PostgreSQL variants are never declared, so nothing would count them: one
- * skipped test per file stands in for them, so that the run's summary says what did not run (and
- * CI, which fails on any skip, cannot pass without PostgreSQL). Each test file runs in a process of
- * its own, so "once per process" is once per file.
+ * skipped test per file (`fileUrl`: its import.meta.url) stands in for them, so that the run's
+ * summary says what did not run (and CI, which fails on any skip, cannot pass without PostgreSQL).
  */
-export const databaseKinds = (): DatabaseKind[] => {
+export const databaseKinds = (fileUrl: string): DatabaseKind[] => {
   if (process.env['TEST_DATABASE_URL']) return ['pglite', 'postgres'];
-  if (!postgresVariantsNoted) {
-    postgresVariantsNoted = true;
+  if (!postgresVariantsNoted.has(fileUrl)) {
+    postgresVariantsNoted.add(fileUrl);
     // Named after the file: node reports the helper as the place of declaration (scripts/test.mjs groups these).
-    const file = process.argv[1] ? path.relative(process.cwd(), process.argv[1]) : 'this file';
-    test(`PostgreSQL variants of ${file}`, { skip: 'needs TEST_DATABASE_URL' }, () => {});
+    test(`PostgreSQL variants of ${path.relative(process.cwd(), fileURLToPath(fileUrl))}`, { skip: 'needs TEST_DATABASE_URL' }, () => {});
   }
   return ['pglite'];
 };

@@ -18,7 +18,7 @@ function assertProblem(response: LightMyRequestResponse, status: number, code?: 
   return body;
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`conventions (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

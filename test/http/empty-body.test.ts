@@ -4,7 +4,7 @@ import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.j
 
 // Clients that send Content-Type: application/json on every request, DELETE included, send an
 // empty body: that is no body, not malformed JSON. A route that needs a body still says so.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`empty JSON bodies (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -36,7 +36,7 @@ function assertFieldError(response: LightMyRequestResponse, field: string, insta
   return body;
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`errors (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 
 // Inputs a careless or hostile client can send, each answered with a clear 4xx, never a 500.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`hostile input (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -18,7 +18,7 @@ function assertProblem(response: LightMyRequestResponse, status: number, code: s
   return problem as { detail: string; fieldErrors?: Array<{ field: string; message: string }> };
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`JSON body representation (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

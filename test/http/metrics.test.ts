@@ -67,7 +67,7 @@ function valueOf(exposition: Exposition, name: string, wanted: Record<string, st
   return found[0]?.value ?? 0;
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`GET /metrics (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

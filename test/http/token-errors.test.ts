@@ -20,7 +20,7 @@ function assertChallenge(response: LightMyRequestResponse, challenge: string) {
   assert.equal(response.headers['www-authenticate'], challenge);
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`token errors (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

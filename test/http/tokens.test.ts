@@ -33,7 +33,7 @@ function assertProblem(response: LightMyRequestResponse, status: number, code: s
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`tokens (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

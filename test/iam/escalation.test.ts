@@ -14,7 +14,7 @@ import {
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`privilege escalation (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

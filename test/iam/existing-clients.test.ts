@@ -15,7 +15,7 @@ import { CHECK_VIOLATION, FOREIGN_KEY_VIOLATION } from '../helpers/sql-states.js
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`existing clients (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -13,7 +13,7 @@ type Json = Record<string, any>;
 
 // Personal access tokens (the contract's "Personal access tokens (data API)"): created and listed on
 // the management API, accepted on the data API only, acting with their user's current rights.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`personal access tokens (${kind})`, () => {
     let t: TestApp;
     let pool: { id: string };

@@ -48,7 +48,7 @@ function markingSaga(kind: string, options: { failFirst?: number; steps?: number
   };
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`saga runner (${kind})`, () => {
     let db: Database;
     let postgres: Awaited<ReturnType<typeof freshPostgresDatabase>> | null = null;

@@ -7,7 +7,7 @@ import { datasetParts } from '../styles/dataset-parts.fixture.js';
 
 /** /v1/datasets/{dataSetId}/mappings: URN scheme, versions, fetch, delete, references from pipelines, DRAFT-only writes, authorization. */
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`mappings (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -15,7 +15,7 @@ const grid = (count: number, properties: (i: number) => Json = (i) => ({ label: 
 // Feature collections of an OWS named API through the gateway: stored in PostGIS tables of the
 // dataset's schema on PostgreSQL; on embedded PGlite (no PostGIS) every OWS request answers 503.
 const postgis = await requirePostgis();
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`OWS feature collections (${kind})`, { skip: kind === 'postgres' && missing(postgis) }, () => {
     let t: TestApp;
     let ows: PublishedDataset;

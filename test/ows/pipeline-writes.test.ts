@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 // The pipelines' feature writer against a released OWS named API: records written inside a
 // transaction as the runtime does, read back through the gateway's features API and WFS.
 // PostgreSQL only: the feature store needs PostGIS (on PGlite every OWS request answers 503).
-const kinds = databaseKinds().filter((kind) => kind === 'postgres');
+const kinds = databaseKinds(import.meta.url).filter((kind) => kind === 'postgres');
 const skip = kinds.length === 0 ? 'needs TEST_DATABASE_URL' : false;
 
 const at = (x: number, y: number) => ({ type: 'Point', coordinates: [x, y] });

@@ -21,7 +21,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 interface Permission { id: string; name: string; description: string; permissionType: string; category: string; source: string; createdAt: string; modifiedAt: string }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`permissions (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

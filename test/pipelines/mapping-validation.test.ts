@@ -10,7 +10,7 @@ import { datasetParts, sta, type Json } from '../styles/dataset-parts.fixture.js
  * persistences); a schedule may be a six-field cron with seconds first.
  */
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`pipeline mappings and input (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

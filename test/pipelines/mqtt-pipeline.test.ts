@@ -29,7 +29,7 @@ const MAPPING = {
   },
 };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`MQTT sources at run time (${kind})`, { skip: missing(mosquitto) }, () => {
     let t: TestApp;
     let publisher: MqttClient;

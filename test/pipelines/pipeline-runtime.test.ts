@@ -29,7 +29,7 @@ const MAPPING = {
   filter: '$exists(value)',
 };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`pipelines at run time (${kind})`, () => {
     let t: TestApp;
     let server: http.Server;

@@ -8,7 +8,7 @@ import { datasetParts, ows, sta, type Json } from '../styles/dataset-parts.fixtu
 
 /** /v1/datasets/{dataSetId}/pipelines: CRUD, field checks, the dataset's summary, stage and release validation, DRAFT-only writes, authorization. */
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`pipelines (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

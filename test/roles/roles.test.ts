@@ -14,7 +14,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sorted = (values: string[]) => [...values].sort();
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`roles (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -75,7 +75,7 @@ const headersOf = (lines: string[]) => Object.fromEntries(lines.map((line) => {
   return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
 }));
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings multipart $batch (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

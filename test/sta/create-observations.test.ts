@@ -11,7 +11,7 @@ type Json = Record<string, any>;
 
 const hour = (i: number) => new Date(Date.UTC(2021, 0, 1, 0, 0, i)).toISOString();
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings CreateObservations (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

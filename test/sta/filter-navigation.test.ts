@@ -15,7 +15,7 @@ import { datastream, location, point, stationWithObservations, thing } from './f
 type Json = Record<string, any>;
 const postgis = await requirePostgis();
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings $filter through navigations and into JSON (${kind})`, { skip: kind === 'postgres' && missing(postgis) }, () => {
     let t: TestApp;
     let sta: PublishedDataset;

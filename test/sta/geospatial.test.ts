@@ -10,7 +10,7 @@ import { missing, requirePostgis } from '../helpers/requirements.js';
 // (which .ci/run installs) they filter; on embedded PGlite (no PostGIS) they answer 400 saying so.
 const postgis = await requirePostgis();
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings geospatial filters (${kind})`, { skip: kind === 'postgres' && missing(postgis) }, () => {
     let t: TestApp;
     let sta: PublishedDataset;

@@ -9,7 +9,7 @@ import { datastream, feature, location, observedProperty, sensor, stationWithObs
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings writes over HTTP (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

@@ -23,7 +23,7 @@ type Json = Record<string, any>;
 const at = (hour: number, minute = 0) => new Date(Date.UTC(2024, 0, 1, hour, minute)).toISOString();
 const place = (name: string, x: number, y: number) => ({ name, description: 'observed here', encodingType: 'application/geo+json', feature: point(x, y) });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings stored stream properties (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

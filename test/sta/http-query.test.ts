@@ -9,7 +9,7 @@ import { stationWithObservations } from './fixtures.js';
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings queries over HTTP (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

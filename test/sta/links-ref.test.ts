@@ -9,7 +9,7 @@ import { datastream, location, point, sensor, thing } from './fixtures.js';
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings $ref writes (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

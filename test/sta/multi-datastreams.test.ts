@@ -9,7 +9,7 @@ import { datastream, location, multiDatastream, OM_COMPLEX_OBSERVATION, observed
 
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings MultiDatastreams (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

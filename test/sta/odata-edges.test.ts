@@ -10,7 +10,7 @@ import { location, stationWithObservations, thing } from './fixtures.js';
 // position and token a bad query is refused at.
 type Json = Record<string, any>;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings OData edge cases (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

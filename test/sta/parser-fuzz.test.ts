@@ -110,7 +110,7 @@ describe('fuzz: the JSON body depth scan', () => {
 /** Query text as a request target: what is not printable ASCII, and `#`, percent-encoded; a stray `%` kept. */
 const asTarget = (raw: string) => raw.replace(/[^\x21-\x7e]|#/gu, (c) => encodeURIComponent(c).replace(/%$/, ''));
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`fuzz through the gateway (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

@@ -23,7 +23,7 @@ const site = (name = 'Pipe site') => ({ name, description: 'where the pipe ends'
 const written: WriteOutcome = { outcome: 'written' };
 const duplicate: WriteOutcome = { outcome: 'duplicate' };
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings pipeline writer (${kind})`, () => {
     let t: TestApp;
     let sta: PublishedDataset;

@@ -34,7 +34,7 @@ async function oldSchema(db: Database, server: StaServer, seed: () => Promise<vo
   await sql`drop table ${table('multi_datastreams')}`.execute(db);
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings schema upgrade for MultiDatastreams (${kind})`, () => {
     let db: Database;
     let drop: (() => Promise<void>) | undefined;
@@ -82,7 +82,7 @@ for (const kind of databaseKinds()) {
  */
 const STORED_SCHEMA = 'ds_before_stored';
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings schema upgrade for stored stream properties (${kind})`, () => {
     let db: Database;
     let drop: (() => Promise<void>) | undefined;

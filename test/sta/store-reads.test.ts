@@ -12,7 +12,7 @@ import type { ExpandItem, QueryOptions } from '../../src/sta/query/ast.js';
 type Json = Record<string, any>;
 const expand = (path: string, options: QueryOptions = {}): ExpandItem => ({ path: path.split('/'), options, pos: 0 });
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings store reads (${kind})`, () => {
     let store: Store;
     let get: (path: string, options?: QueryOptions, query?: string) => Promise<Json>;

@@ -18,7 +18,7 @@ const rejects = (promise: Promise<unknown>, status: number, detail: RegExp) =>
 type Json = Record<string, any>;
 const bodyOf = (response: { body?: unknown }) => response.body as Json;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`SensorThings store writes (${kind})`, () => {
     let store: Store;
     const changes: { entitySet: string; id: number; kind: string; properties?: string[] }[] = [];

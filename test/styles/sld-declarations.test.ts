@@ -13,7 +13,7 @@ import { datasetParts } from './dataset-parts.fixture.js';
  */
 const body = (layer: string) => `<StyledLayerDescriptor version="1.0.0" xmlns="http://www.opengis.net/sld"><NamedLayer><Name>${layer}</Name></NamedLayer></StyledLayerDescriptor>`;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`styles: SLD documents with declarations (${kind})`, () => {
     let t: TestApp;
     let canary: http.Server;

@@ -15,7 +15,7 @@ const sld = (layer = 'roads') => `<?xml version="1.0" encoding="UTF-8"?>
   </sld:NamedLayer>
 </sld:StyledLayerDescriptor>`;
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`styles (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -5,7 +5,7 @@ import { ADMINISTRATORS_GROUP } from '../../src/access/catalogue.js';
 
 // Removing the last person who holds Tenant Administrator (by user delete or membership change)
 // would lock everybody out of the tenant; the service answers 409 and changes nothing.
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`last tenant administrator person (${kind})`, () => {
     let t: TestApp;
     let admin: { id: string };

@@ -12,7 +12,7 @@ interface Me {
   assignments: { scopeType: string; scopeId: string; permissions: string[] }[];
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`GET /v1/users/me (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -13,7 +13,7 @@ import { bearer, createUser, uniqueEmail } from '../helpers/factories.js';
 const HEADER = 'x-caller-unknown';
 const PORTAL = 'http://portal.test';
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`a caller the service does not know (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind, { CORS_ORIGINS: PORTAL }); });

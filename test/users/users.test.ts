@@ -50,7 +50,7 @@ function assertProblem(response: LightMyRequestResponse, status: number, code: s
   return problem;
 }
 
-for (const kind of databaseKinds()) {
+for (const kind of databaseKinds(import.meta.url)) {
   describe(`users (${kind})`, () => {
     let t: TestApp;
     before(async () => { t = await buildTestApp(kind); });

@@ -11,7 +11,7 @@ import { compileFailure, idsOrderedBy, idsWhere, openFixtureOn, resolver, type A
 
 /** Compiled filters run on an in-memory PGlite, and on PostgreSQL when TEST_DATABASE_URL is set; see fixture.ts for the rows. */
 
-for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
+for (const kind of databaseKinds(import.meta.url)) describe(`on ${kind}`, () => {
   let db: AnyDb;
   let close: () => Promise<void>;
   before(async () => ({ db, close } = await openFixtureOn(kind)));

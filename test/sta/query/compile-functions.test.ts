@@ -11,7 +11,7 @@ import { compileFailure, idsWhere, openFixture, openFixtureOn, type AnyDb } from
  * where PostGIS can be installed on a fresh database there; without PostGIS they answer 400.
  */
 
-for (const kind of databaseKinds()) describe(`on ${kind}`, () => {
+for (const kind of databaseKinds(import.meta.url)) describe(`on ${kind}`, () => {
   let db: AnyDb;
   let close: () => Promise<void>;
   before(async () => ({ db, close } = await openFixtureOn(kind)));
