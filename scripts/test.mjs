@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: runs every test/**/*.test.ts (or the files given) with node's test runner, as bundles
-// (see bundleTests), one file per core at once (each file makes its own databases, ports, MapServer
-// workers and MQTT listeners, so files do not meet), longest first, and says what was skipped and why. Node's TAP
+// (see bundleTests) packed into shared processes (batchesOf), several processes at once (each file
+// makes its own databases, ports, MapServer workers and MQTT listeners, so files do not meet), longest first, and says what was skipped and why. Node's TAP
 // output is passed through as it comes; its closing lines (`# tests N`, `# pass N`, `# fail N`, …)
 // stay the last lines, with `# skipped N` counting skipped suites too (node counts a suite skipped
 // as a whole as nothing). The account ends with one line saying what to install (the Debian packages
@@ -12,7 +12,7 @@
 //
 //   node scripts/test.mjs [--concurrency=N] [--quick] [--update-durations] [--node-test-option=value …] [test/area/*.test.ts …]
 //
-// --concurrency=N (or TEST_CONCURRENCY): files run at once (default: see defaultConcurrency).
+// --concurrency=N (or TEST_CONCURRENCY): processes run at once (default: see DEFAULT_PROCESSES_PER_CORE).
 // --quick: the inner loop: PGlite only, and no external program (MapServer, GDAL, PostGIS,
 //   Mosquitto, nginx, podman, kubectl, Python's GIS clients): the checks of
 //   test/helpers/requirements.ts answer "left out of the quick loop", and the files that need such a
@@ -125,14 +125,15 @@ const slowest = (measured) => [...measured].sort((a, b) => b.ms - a.ms).slice(0,
   .map(({ file, ms }) => `${path.relative(root, file)} ${(ms / 1000).toFixed(0)} s`).join(', ') || 'none measured';
 
 /**
- * Files run at once: one per core. Measured on 2 cores (docs/tests.md, "How long"): the suite is
- * CPU-bound once the files load bundles (PGlite, the child servers, MapServer, PostgreSQL itself),
- * so a third file at once only made the same work slower and stretched waits towards their time
- * limits. TEST_CONCURRENCY or --concurrency overrides it.
+ * Processes run at once: one and a half per core (3 on 2). Measured on 2 cores (docs/tests.md, "How
+ * long"): once files share processes (batchesOf) the run no longer keeps both cores busy (1.45
+ * busy at two processes: child servers starting, waits in the fault tests, the image test's
+ * downloads), and a third process fills those gaps: 423 s against 475 s, the same tree.
+ * TEST_CONCURRENCY or --concurrency overrides it.
  */
-const DEFAULT_FILES_PER_CORE = 1;
+const DEFAULT_PROCESSES_PER_CORE = 1.5;
 function concurrencyOf(setting) {
-  if (setting === undefined || setting === '') return Math.max(1, Math.round(os.availableParallelism() * DEFAULT_FILES_PER_CORE));
+  if (setting === undefined || setting === '') return Math.max(1, Math.round(os.availableParallelism() * DEFAULT_PROCESSES_PER_CORE));
   const n = Number(setting);
   if (!Number.isInteger(n) || n < 1) {
     console.error(`the concurrency must be a whole number of at least 1, not ${setting}`);
