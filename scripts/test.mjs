@@ -96,8 +96,7 @@ function longestFirst(list) {
  * short: the last batch to start is at most that long.
  */
 const BATCH_SECONDS = 60;
-function batchesOf(list) {
-  const seconds = storedDurations();
+function batchesOf(list, seconds) {
   const batches = [];
   for (const file of list) {
     const own = seconds[file] ?? Number.POSITIVE_INFINITY;
@@ -185,7 +184,7 @@ async function bundleTests(sources) {
     return entry;
   };
   return {
-    entries: batchesOf(sources).map(entryOf),
+    entries: batchesOf(sources, storedDurations()).map(entryOf),
     programs: path.join(dir, 'programs'),
     /** The test file a bundle was made from (for the account of skips and times). */
     sourceOf: (file) => (file.startsWith(dir) ? path.join(root, 'test', path.relative(dir, file)).replace(/\.js$/, '.ts') : file),

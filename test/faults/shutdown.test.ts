@@ -34,6 +34,21 @@ async function step<T>(server: ChildServer, what: string, action: () => Promise<
   }
 }
 
+/** Counts connections: `onConnect` for each request, `all` resolves once `count` have connected. */
+function connections(count: number) {
+  let connected = 0;
+  let allConnected!: () => void;
+  const all = new Promise<void>((resolve) => { allConnected = resolve; });
+  return { all, onConnect: () => { if (++connected === count) allConnected(); } };
+}
+
+/** Each write that did not get its 201, and how, for the assertion's message. */
+function failures(outcomes: Array<PromiseSettledResult<Awaited<ReturnType<typeof request>>>>): string[] {
+  return outcomes.flatMap((outcome, index) => (outcome.status === 'rejected'
+    ? [`write ${index}: ${(outcome.reason as Error).message}`]
+    : outcome.value.status !== 201 ? [`write ${index}: ${outcome.value.status} ${JSON.stringify(outcome.value.body)}`] : []));
+}
+
 /**
  * Starts a server, sends it SIGTERM while connecting every KEEP_OPEN_EVERY_MS (so that its accept
  * window stays open), pauses it (SIGSTOP) once it is shutting down, makes WRITES connections with
@@ -61,13 +76,10 @@ async function writesWhilePausedPastTheWindow(env: Record<string, string>, child
     clearInterval(keepOpen);
   }
   try {
-    let connected = 0;
-    let allConnected!: () => void;
-    const established = new Promise<void>((resolve) => { allConnected = resolve; });
-    const onConnect = () => { if (++connected === WRITES) allConnected(); };
+    const { all, onConnect } = connections(WRITES);
     const writes = Array.from({ length: WRITES }, () => request(`${server.apiUrl}/v1/groups`, { method: 'POST', token, body: { name: `paused-${randomUUID()}` }, onConnect }));
     // Refused connections never connect: whichever comes first.
-    await Promise.race([established, Promise.allSettled(writes)]);
+    await Promise.race([all, Promise.allSettled(writes)]);
     await sleep(PAUSE_MS - (Date.now() - pausedAt));
     server.process.kill('SIGCONT');
     return await Promise.allSettled(writes);
@@ -109,19 +121,14 @@ for (const kind of databaseKinds(import.meta.url)) {
 
       const names = Array.from({ length: WRITES }, () => `shutdown-${randomUUID()}`);
       // The signal lands once every connection is established (the server may not have read them yet).
-      let connected = 0;
-      let allConnected!: () => void;
-      const established = new Promise<void>((resolve) => { allConnected = resolve; });
-      const onConnect = () => { if (++connected === WRITES) allConnected(); };
+      const { all: established, onConnect } = connections(WRITES);
       const writes = names.map((name) => request(`${server.apiUrl}/v1/groups`, { method: 'POST', token, body: { name }, onConnect }));
       await established;
       await server.waitForLine(/"msg":"incoming request"/);
       server.process.kill('SIGTERM');
       // Each write's outcome, so that a failure names which writes failed and how, with the server's log.
       const outcomes = await Promise.allSettled(writes);
-      const failed = outcomes.flatMap((outcome, index) => (outcome.status === 'rejected'
-        ? [`write ${index}: ${(outcome.reason as Error).message}`]
-        : outcome.value.status !== 201 ? [`write ${index}: ${outcome.value.status} ${JSON.stringify(outcome.value.body)}`] : []));
+      const failed = failures(outcomes);
       assert.deepEqual(failed, [], `${failed.join('\n')}\nthe server's log:\n${server.lines.slice(-60).join('\n')}`);
       const answers = outcomes.map((outcome) => (outcome as PromiseFulfilledResult<Awaited<(typeof writes)[number]>>).value);
       assert.equal(await server.exited, 0, server.lines.slice(-10).join('\n'));
@@ -146,9 +153,7 @@ for (const kind of databaseKinds(import.meta.url)) {
       for (let round = 1; round <= PAUSE_ROUNDS; round++) {
         const outcomes = await writesWhilePausedPastTheWindow(env, children);
         if (outcomes.every((outcome) => outcome.status === 'rejected' && (outcome.reason as NodeJS.ErrnoException).code === 'ECONNREFUSED')) continue;
-        const failed = outcomes.flatMap((outcome, index) => (outcome.status === 'rejected'
-          ? [`write ${index}: ${(outcome.reason as Error).message}`]
-          : outcome.value.status !== 201 ? [`write ${index}: ${outcome.value.status} ${JSON.stringify(outcome.value.body)}`] : []));
+        const failed = failures(outcomes);
         const server = children.at(-1)!;
         assert.deepEqual(failed, [], `${failed.join('\n')}\nthe server's log:\n${server.lines.slice(-30).join('\n')}`);
         assert.equal(await server.exited, 0, server.lines.slice(-10).join('\n'));
