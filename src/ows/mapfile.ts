@@ -24,7 +24,7 @@ export interface MapfileInput {
   /** The dataset's storage schema, holding one table per collection. */
   schema: string;
   collections: CollectionDef[];
-  /** Each collection's extent (null while empty); a collection missing here has none known. */
+  /** Each collection's advertised extent (null while empty); a collection missing here has none known. */
   extents: ReadonlyMap<string, LayerExtent | null>;
   /** Style names per collection (layer), the first being the layer's default. */
   stylesByLayer: ReadonlyMap<string, readonly string[]>;
@@ -75,16 +75,15 @@ const WORLD: Box = [-180, -90, 180, 90];
 const keywordList = (keywords: readonly string[]) => [...new Set(keywords.map((keyword) => keyword.replaceAll(',', ' ').trim()).filter(Boolean))].join(',');
 
 /**
- * The WMS root layer's extent (WGS 84): the union of its layers' extents, widened a little so that
- * a single point is not an empty box; the world while no layer has any.
+ * The WMS root layer's extent (WGS 84): the union of its layers' advertised extents (each already
+ * grown, see advertised-extent.ts); the world while no layer has any.
  */
 function mapExtent(input: MapfileInput): Box {
   const boxes = [...input.extents.values()].filter((extent): extent is LayerExtent => extent !== null).map((extent) => extent.wgs84);
   if (boxes.length === 0) return WORLD;
-  const pad = 0.0001;
   return [
-    Math.max(-180, Math.min(...boxes.map((box) => box[0])) - pad), Math.max(-90, Math.min(...boxes.map((box) => box[1])) - pad),
-    Math.min(180, Math.max(...boxes.map((box) => box[2])) + pad), Math.min(90, Math.max(...boxes.map((box) => box[3])) + pad),
+    Math.min(...boxes.map((box) => box[0])), Math.min(...boxes.map((box) => box[1])),
+    Math.max(...boxes.map((box) => box[2])), Math.max(...boxes.map((box) => box[3])),
   ];
 }
 

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import type { Database } from '../db/client.js';
 import { collectionExtents, listCollections } from './collections.repo.js';
+import { advertisedExtent } from './advertised-extent.js';
 import { MapDirectory } from './map-directory.js';
 import { PLACEHOLDER_NAME, renderLayerTemplate, renderMapfile, TEMPLATE_FOOTER, TEMPLATE_HEADER, withoutPlaceholder } from './mapfile.js';
 import { locateMapServer, MapServerBusyError, MapServerPool, MapServerQueueTimeoutError, MapServerTimeoutError } from './mapserver-pool.js';
@@ -282,7 +283,10 @@ export class OwsServer {
     const [collections, stored, dataset] = await Promise.all([
       listCollections(this.deps.db, route.schema), this.deps.stylesOf(route.datasetId), this.deps.describe(route.datasetId, route.slug),
     ]);
-    const extents = await collectionExtents(this.deps.db, route.schema, collections);
+    // What capabilities advertise: the data's extents grown a little (advertised-extent.ts).
+    const sridOf = new Map(collections.map((collection) => [collection.name, collection.srid]));
+    const extents = new Map([...await collectionExtents(this.deps.db, route.schema, collections)]
+      .map(([name, extent]) => [name, extent && advertisedExtent(extent, sridOf.get(name) ?? 4326)] as const));
     const styles = datasetStyles(stored);
     const title = dataset?.name ?? route.slug;
     const keywords = [title, ...(dataset?.apiName ? [dataset.apiName] : []), ...collections.map((collection) => collection.title ?? collection.name)];

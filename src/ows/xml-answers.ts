@@ -6,8 +6,13 @@
  *   `gml:timePosition`: they are plain `dateTime` values, as in WFS 1.1.0.
  * - WFS capabilities advertise each feature type's extent from its data (the mapfile's WFS extent is
  *   the world, for queries: see mapfile.ts).
- * - DescribeFeatureType names XML Schema's types unprefixed (in the schema's default namespace):
- *   they are written `xsd:long`, `xsd:boolean`, … (the document binds `xsd` to the same namespace).
+ * - DescribeFeatureType binds XML Schema both as the default namespace and to `xsd`, and names its
+ *   types unprefixed. OWSLib's schema reader takes whichever binding it meets last as the one that
+ *   types are prefixed with, and read no property at all when that was the default: the schema is
+ *   written with `xsd` alone (`<xsd:element … type="xsd:long"/>`), which every reader resolves.
+ * - WFS 1.0.0 features are labelled with the EPSG URN (`wfs_return_srs_as_urn`, which 1.1.0 needs)
+ *   although their coordinates are x/y, as 1.0.0 always is: QGIS then swapped them. They are
+ *   labelled `EPSG:4326`, the form that means x/y.
  */
 
 /** Comments are only looked for in the head of big documents (feature collections): MapServer writes them there. */
@@ -31,7 +36,8 @@ export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffe
   const tail = small ? '' : body.subarray(Buffer.byteLength(head.slice(0, cut))).toString('utf8');
   let text = withoutComments(head.slice(0, cut)) + tail;
   if (context.service === 'WFS' && isWfs2(context.version)) text = plainDateTimes(text, context.request);
-  if (context.service === 'WFS' && context.request === 'describefeaturetype') text = prefixedSchemaTypes(text);
+  if (context.service === 'WFS' && context.request === 'describefeaturetype') text = xsdPrefixedSchema(text);
+  if (context.service === 'WFS' && isWfs1_0(context.version) && FEATURE_ANSWERS.has(context.request)) text = epsgCodeLabels(text);
   if (context.service === 'WFS' && context.request === 'getcapabilities') text = dataExtents(text, context.extents);
   return Buffer.from(text, 'utf8');
 }
@@ -40,7 +46,9 @@ export function rewriteXmlAnswer(body: Buffer, context: XmlAnswerContext): Buffe
 function needsWholeText(body: Buffer, context: XmlAnswerContext): boolean {
   if (context.service !== 'WFS') return false;
   if (context.request === 'describefeaturetype' || context.request === 'getcapabilities') return true;
-  return isWfs2(context.version) && FEATURE_ANSWERS.has(context.request) && body.includes('<gml:timePosition>');
+  if (!FEATURE_ANSWERS.has(context.request)) return false;
+  if (isWfs1_0(context.version)) return body.includes(URN_LABEL);
+  return isWfs2(context.version) && body.includes('<gml:timePosition>');
 }
 
 /**
@@ -64,6 +72,12 @@ function withoutHeadComments(body: Buffer): Buffer {
 const FEATURE_ANSWERS = new Set(['getfeature', 'getpropertyvalue']);
 
 const isWfs2 = (version: string | undefined) => version === undefined || version.startsWith('2');
+const isWfs1_0 = (version: string | undefined) => version === '1.0.0';
+
+const URN_LABEL = 'srsName="urn:ogc:def:crs:EPSG::';
+
+/** WFS 1.0.0: `srsName="urn:ogc:def:crs:EPSG::4326"` becomes `srsName="EPSG:4326"` (x/y, as the coordinates are). */
+const epsgCodeLabels = (text: string) => text.replaceAll(URN_LABEL, 'srsName="EPSG:');
 
 /**
  * WFS 2.0.0: `type="gml:TimeInstantType"` in a feature type's schema becomes XML Schema's
@@ -94,9 +108,15 @@ function withoutComments(text: string): string {
   return text.replace(/[ \t]*<!--\s*(?:MapServer version|WARNING|end of DOCTYPE)[\s\S]*?-->[ \t]*(?:\r?\n)?/g, '');
 }
 
-const XSD_TYPES = /(<element\b[^>]*\btype=")(string|long|integer|int|double|boolean|dateTime|date|time)"/g;
+const XML_SCHEMA = 'http://www.w3.org/2001/XMLSchema';
+const XSD_TYPES = /(<xsd:element\b[^>]*\btype=")(string|long|integer|int|double|boolean|dateTime|date|time)"/g;
+/** A start or end tag without a namespace prefix: in a schema whose default namespace is XML Schema's, one of its elements. */
+const UNPREFIXED_TAG = /<(\/?)([A-Za-z_][\w.-]*)(?=[\s/>])/g;
 
-function prefixedSchemaTypes(text: string): string {
-  if (!text.includes('xmlns:xsd="http://www.w3.org/2001/XMLSchema"')) return text;
-  return text.replace(XSD_TYPES, '$1xsd:$2"');
+/** The schema written with XML Schema bound to `xsd` alone: its elements and its built-in types prefixed. */
+function xsdPrefixedSchema(text: string): string {
+  if (!text.includes(`xmlns="${XML_SCHEMA}"`)) return text;
+  let prefixed = text.replace(UNPREFIXED_TAG, '<$1xsd:$2').replace(/\s+xmlns="http:\/\/www\.w3\.org\/2001\/XMLSchema"/, '');
+  if (!prefixed.includes(`xmlns:xsd="${XML_SCHEMA}"`)) prefixed = prefixed.replace('<xsd:schema', `<xsd:schema xmlns:xsd="${XML_SCHEMA}"`);
+  return prefixed.replace(XSD_TYPES, '$1xsd:$2"');
 }

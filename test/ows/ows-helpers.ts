@@ -25,6 +25,13 @@ export const squareStyle = (layer: string, fill: string, size = 12) => `<?xml ve
   </NamedLayer>
 </StyledLayerDescriptor>`;
 
+/** The extent capabilities advertise for a data box: 1% of the span added on each side, at least 1e-6 degrees. */
+export function advertised([minx, miny, maxx, maxy]: readonly number[]): number[] {
+  const dx = Math.max((maxx! - minx!) / 100, 1e-6);
+  const dy = Math.max((maxy! - miny!) / 100, 1e-6);
+  return [minx! - dx, miny! - dy, maxx! + dx, maxy! + dy];
+}
+
 const point = (x: number, y: number, properties: Json) => ({ type: 'Feature', geometry: { type: 'Point', coordinates: [x, y] }, properties });
 
 /** Three trees around Frankfurt, one bench: what the WFS and WMS tests read back. */

@@ -33,8 +33,7 @@ describe('QGIS draws a WMS layer through the gateway (postgres, real MapServer, 
     const styles = [{ name: 'red', sldContent: squareStyle('trees', '#ff0000', 16) }];
     open = await publishDataset(t, { standard: 'OWS', slug: 'open', openDataAccess: true, styles });
     closed = await publishDataset(t, { standard: 'OWS', slug: 'closed', styles });
-    // QGIS asks for the layer's advertised extent, the data's bbox exactly, and MapServer leaves out a
-    // point within half a pixel of the map's edge: the three trees span the bbox, the centre one is drawn.
+    // Three trees span the data's box, and one stands in its centre.
     for (const dataset of [open, closed]) {
       assert.equal((await dataset.request('POST', '/collections', { name: 'trees', geometryType: 'Point', properties: { name: 'string' } })).statusCode, 201);
       assert.equal((await dataset.request('POST', '/collections/trees/items', { type: 'FeatureCollection', features: [...TREES.map((f) => ({ ...f, properties: { name: f.properties.name } })), { type: 'Feature', geometry: { type: 'Point', coordinates: [8.65, 50.125] }, properties: { name: 'centre' } }] })).statusCode, 201);
