@@ -10,7 +10,8 @@
  * - access: permissions, scopes, callers, the tenant's bootstrap, authorization in SQL;
  * - plumbing: http/ (Fastify plumbing, schemas, paging envelope), jobs/ (sagas), metrics/;
  * - ingest: pipelines at run time, through the small interfaces it declares (writers, catalog);
- * - payload: the SensorThings server (sta/) and the OWS side (ows/), which implement ingest's writers;
+ * - payload: the SensorThings server (sta/) and the OWS side (ows/), which implement ingest's writers,
+ *   and the open-data catalogue (catalogue/: its EU vocabularies, the DCAT-AP records);
  * - listeners: the data API gateway with its MQTT broker (data-api/), the development IdP (idp/);
  * - context: the AppContext type the modules receive (extends data-api's GatewayContext);
  * - modules: the management API's resources (modules/<name>/), each reached through its index.ts;
@@ -22,7 +23,7 @@ const LAYERS = [
   { name: 'access', path: '^src/access/' },
   { name: 'plumbing', path: '^src/(http|jobs|metrics)/' },
   { name: 'ingest', path: '^src/ingest/' },
-  { name: 'payload', path: '^src/(sta|ows)/' },
+  { name: 'payload', path: '^src/(sta|ows|catalogue)/' },
   { name: 'listeners', path: '^src/(data-api|idp)/' },
   { name: 'context', path: '^src/context\\.ts$' },
   { name: 'modules', path: '^src/modules/' },

@@ -110,6 +110,10 @@ export interface DatasetsTable {
   pending_saga_type: SagaType | null;
   provisioned: Generated<boolean>;
   saga_error: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** The dataset's catalogue metadata (catalogue/metadata.ts), written as JSON text. */
+  catalogue: ColumnType<Record<string, unknown>, string | undefined, string>;
+  first_released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  record_modified_at: Timestamp;
   created_at: Timestamp;
   modified_at: Timestamp;
 }

@@ -18,6 +18,7 @@ import * as personalAccessTokens from './0017_personal_access_tokens.js';
 import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
 import * as staStoredStreamProperties from './0020_sta_stored_stream_properties.js';
 import * as routeVersionAtCommit from './0021_route_version_at_commit.js';
+import * as datasetCatalogue from './0022_dataset_catalogue.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '0019_sta_multi_datastreams': staMultiDatastreams,
   '0020_sta_stored_stream_properties': staStoredStreamProperties,
   '0021_route_version_at_commit': routeVersionAtCommit,
+  '0022_dataset_catalogue': datasetCatalogue,
 };

@@ -5,7 +5,7 @@ import type { Job, Saga, SagaStep } from '../../jobs/saga-runner.js';
 import { recordCascadingAssignmentDeletes } from '../assignments/index.js';
 import type { Actor } from '../audit/index.js';
 import { actorOfJob, datasetNow, recordDatasetEvent } from './dataset-audit.js';
-import { deleteDatasetRow, recordSagaError, setDatasetState } from './datasets.repo.js';
+import { deleteDatasetRow, markReleased, recordSagaError, setDatasetState } from './datasets.repo.js';
 
 /**
  * The sagas of the dataset lifecycle, each an ordered list of idempotent steps. Every step first
@@ -84,7 +84,9 @@ const transitionSaga = (sagaType: 'RELEASE' | 'UNRELEASE', extra: readonly SagaS
       name: 'finish',
       async run(trx: Database, job: Job) {
         const row = await lockRow(trx, job.subjectId);
-        if (row?.pending_saga_type === sagaType) await setDatasetState(trx, job.subjectId, { pendingSagaType: null });
+        if (row?.pending_saga_type !== sagaType) return;
+        await setDatasetState(trx, job.subjectId, { pendingSagaType: null });
+        if (sagaType === 'RELEASE') await markReleased(trx, job.subjectId);
       },
     },
   ],

@@ -8,6 +8,7 @@ import { withReadableScope } from '../../access/readable-scope.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { Dataset, DatasetListQuery, NamedApi, NamedApiInput } from './datasets.schemas.js';
+import { catalogueMetadataOf, type CatalogueMetadata } from '../../catalogue/metadata.js';
 
 export const DATASET_SORT_COLUMNS: Record<string, string> = {
   name: 'd.name', description: 'd.description', dataSetStatus: 'd.status', createdAt: 'd.created_at', modifiedAt: 'd.modified_at',
@@ -43,6 +44,7 @@ export async function loadDatasets(db: Database, ids: readonly string[], dataApi
     sagaError: (typeof row.saga_error === 'string' ? JSON.parse(row.saga_error) : row.saga_error) as Dataset['sagaError'],
     pipelines: row.pipelines as Dataset['pipelines'],
     publicUrl: row.status === 'AVAILABLE' ? `${dataApiUrl}/v1/datasets/${row.id}` : null,
+    catalogue: catalogueMetadataOf(typeof row.catalogue === 'string' ? JSON.parse(row.catalogue) : row.catalogue),
     createdAt: iso(row.created_at),
     modifiedAt: iso(row.modified_at),
   })));
@@ -78,18 +80,24 @@ export async function findDatasetState(db: Database, id: string): Promise<Datase
   return row && stateOf(row);
 }
 
-export interface DatasetValues { name: string; description: string; datapoolId: string | null; openDataAccess: boolean }
+export interface DatasetValues { name: string; description: string; datapoolId: string | null; openDataAccess: boolean; catalogue: CatalogueMetadata }
 
 export const insertDataset = (db: Database, id: string, values: DatasetValues, createdBy: string | null) =>
   db.insertInto('datasets').values({
     id, name: values.name, description: values.description, datapool_id: values.datapoolId, open_data_access: values.openDataAccess,
-    created_by: createdBy, pending_saga_type: 'CREATE',
+    catalogue: JSON.stringify(values.catalogue), created_by: createdBy, pending_saga_type: 'CREATE',
   }).execute();
 
+/** A metadata change: it moves the catalogue record's `dct:modified` too. */
 export const updateDatasetRow = (db: Database, id: string, values: DatasetValues) =>
   db.updateTable('datasets').set({
-    name: values.name, description: values.description, datapool_id: values.datapoolId, open_data_access: values.openDataAccess, modified_at: sql`now()`,
+    name: values.name, description: values.description, datapool_id: values.datapoolId, open_data_access: values.openDataAccess,
+    catalogue: JSON.stringify(values.catalogue), modified_at: sql`now()`, record_modified_at: sql`now()`,
   }).where('id', '=', id).execute();
+
+/** A release ended: the catalogue record was issued now if never before, and changed now. */
+export const markReleased = (db: Database, id: string) =>
+  db.updateTable('datasets').set({ first_released_at: sql`coalesce(first_released_at, now())`, record_modified_at: sql`now()` }).where('id', '=', id).execute();
 
 export const setDatasetState = (db: Database, id: string, changes: { status?: DatasetStatus; pendingSagaType?: SagaType | null; provisioned?: boolean }) =>
   db.updateTable('datasets').set({

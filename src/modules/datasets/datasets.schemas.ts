@@ -40,6 +40,31 @@ export const NamedApiInput = Type.Object({
 }, { additionalProperties: false, title: 'NamedApiInput' });
 export type NamedApiInput = Static<typeof NamedApiInput>;
 
+const EU_TABLE = 'http://publications.europa.eu/resource/authority';
+const CODE = { maxLength: 64 };
+
+/** The dataset's metadata for the DCAT-AP catalogue, as stored (null: the catalogue's default, or none). */
+export const CatalogueMetadata = Type.Object({
+  license: Type.Union([Type.String(), Type.Null()], { description: `a code of the EU licence table (${EU_TABLE}/licence/{code}); null: CATALOGUE_DEFAULT_LICENSE` }),
+  keywords: Type.Array(Type.String()),
+  themes: Type.Array(Type.String(), { description: `EU data-theme codes (${EU_TABLE}/data-theme/{code})` }),
+  contactEmail: Type.Union([Type.String(), Type.Null()], { description: 'null: CATALOGUE_CONTACT_EMAIL' }),
+  accrualPeriodicity: Type.Union([Type.String(), Type.Null()], { description: `an EU frequency code (${EU_TABLE}/frequency/{code})` }),
+  hvdCategories: Type.Array(Type.String(), { description: 'EU High-Value Dataset category codes (http://data.europa.eu/bna/{code})' }),
+  landingPage: Type.Union([Type.String(), Type.Null()]),
+}, { title: 'CatalogueMetadata' });
+
+/** A merge patch (RFC 7396) of the catalogue metadata: members left out stay, null clears one. */
+export const CatalogueMetadataInput = Type.Object({
+  license: Type.Optional(Nullable(Type.String({ ...CODE, description: `a code of the EU licence table (${EU_TABLE}/licence/{code}), e.g. CC_BY_4_0, CC0` }))),
+  keywords: Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }), { maxItems: 50 }))),
+  themes: Type.Optional(Nullable(Type.Array(Type.String(CODE), { maxItems: 20, description: `EU data-theme codes (${EU_TABLE}/data-theme/{code}): TRAN, ENVI, …` }))),
+  contactEmail: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+  accrualPeriodicity: Type.Optional(Nullable(Type.String({ ...CODE, description: `an EU frequency code (${EU_TABLE}/frequency/{code}): CONT, DAILY, …` }))),
+  hvdCategories: Type.Optional(Nullable(Type.Array(Type.String(CODE), { maxItems: 50, description: 'EU High-Value Dataset category codes (http://data.europa.eu/bna/{code})' }))),
+  landingPage: Type.Optional(Nullable(Type.String({ maxLength: 2048, pattern: '^https?://[^\\s/?#]+([/?#]\\S*)?$', description: 'an absolute http(s) URL' }))),
+}, { additionalProperties: false, title: 'CatalogueMetadataInput', description: 'merged into the stored metadata (RFC 7396): members left out stay, null clears one' });
+
 const PipelineSummary = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -63,6 +88,7 @@ export const Dataset = Type.Object({
   }), Type.Null()], { description: 'why the last asynchronous operation gave up after its retries, or null' }),
   pipelines: Type.Array(PipelineSummary),
   publicUrl: Type.Union([Type.String(), Type.Null()], { description: '{DATA_API_URL}/v1/datasets/{id} while AVAILABLE, else null' }),
+  catalogue: CatalogueMetadata,
   createdAt: DateTime,
   modifiedAt: DateTime,
 }, { title: 'Dataset' });
@@ -78,6 +104,7 @@ const fields = {
     description: "every assignment on this dataset; when present, the dataset's assignments become exactly these",
   }),
   namedApis: Type.Array(NamedApiInput, { maxItems: 100 }),
+  catalogue: CatalogueMetadataInput,
 };
 
 /** Create and PUT: an explicit null for an optional field means "not given". */
@@ -88,6 +115,7 @@ export const DatasetInput = Type.Object({
   openDataAccess: Type.Optional(Nullable(fields.openDataAccess)),
   assignments: Type.Optional(Nullable(fields.assignments)),
   namedApis: Type.Optional(Nullable(fields.namedApis)),
+  catalogue: Type.Optional(fields.catalogue),
 }, { additionalProperties: false, title: 'DatasetInput' });
 export type DatasetInput = Static<typeof DatasetInput>;
 
@@ -99,6 +127,7 @@ export const DatasetPatch = Type.Object({
   openDataAccess: Type.Optional(fields.openDataAccess),
   assignments: Type.Optional(fields.assignments),
   namedApis: Type.Optional(Nullable(fields.namedApis)),
+  catalogue: Type.Optional(fields.catalogue),
 }, { additionalProperties: false, title: 'DatasetPatch' });
 export type DatasetPatch = Static<typeof DatasetPatch>;
 
@@ -112,6 +141,7 @@ export const DatasetMetadataPatch = Type.Object({
   datapoolId: Type.Optional(Nullable(fields.datapoolId)),
   openDataAccess: Type.Optional(fields.openDataAccess),
   assignments: Type.Optional(fields.assignments),
+  catalogue: Type.Optional(fields.catalogue),
 }, { additionalProperties: false, title: 'DatasetMetadataPatch' });
 export type DatasetMetadataPatch = Static<typeof DatasetMetadataPatch>;
 

@@ -21,6 +21,9 @@ import {
   RESERVED_SLUGS, type Dataset, type DatasetInput, type DatasetListQuery, type DatasetMetadataPatch, type DatasetPatch, type NamedApiInput,
 } from './datasets.schemas.js';
 import { transition, type LifecycleOperation } from './lifecycle.js';
+import {
+  catalogueMetadataProblems, EMPTY_CATALOGUE_METADATA, mergeCatalogueMetadata, type CatalogueMetadataPatch,
+} from '../../catalogue/metadata.js';
 import type { DatasetPartCheck } from './part-checks.js';
 
 /** What the datasets module needs from the process: its database, its public data API URL, a nudge for the saga workers. */
@@ -114,8 +117,10 @@ async function writing<T>(ctx: DatasetsContext, write: (trx: Database) => Promis
 
 export async function createDataset(ctx: DatasetsContext, caller: Caller, actor: Actor, input: DatasetInput): Promise<Dataset> {
   const id = randomUUID();
+  checkCatalogue(input.catalogue);
   const values: DatasetValues = {
     name: input.name, description: input.description, datapoolId: input.datapoolId ?? null, openDataAccess: input.openDataAccess ?? false,
+    catalogue: mergeCatalogueMetadata(EMPTY_CATALOGUE_METADATA, input.catalogue ?? {}),
   };
   checkNamedApis(input.namedApis ?? [], ctx.upstreamOrigins);
   return writing(ctx, async (trx) => {
@@ -143,7 +148,7 @@ async function prepare(trx: Database, ctx: DatasetsContext, caller: Caller, id: 
 /** Metadata values after a change: moving the dataset to another datapool needs DATASET_CREATE there. */
 async function changedValues(
   trx: Database, ctx: DatasetsContext, caller: Caller, current: Dataset,
-  input: { name?: string; description?: string; datapoolId?: string | null; openDataAccess?: boolean | null }, replace: boolean,
+  input: { name?: string; description?: string; datapoolId?: string | null; openDataAccess?: boolean | null; catalogue?: CatalogueMetadataPatch }, replace: boolean,
 ): Promise<DatasetValues> {
   const datapoolId = input.datapoolId !== undefined ? input.datapoolId : replace ? null : current.datapool?.id ?? null;
   if (datapoolId !== (current.datapool?.id ?? null)) await authorizeCreateIn(trx, caller, ctx.tenantId, datapoolId);
@@ -152,7 +157,15 @@ async function changedValues(
     description: input.description ?? current.description,
     datapoolId,
     openDataAccess: input.openDataAccess ?? (replace ? false : current.openDataAccess),
+    // A merge patch wherever it is written, PUT included: a client that knows nothing of it keeps it.
+    catalogue: mergeCatalogueMetadata(current.catalogue, input.catalogue ?? {}),
   };
+}
+
+/** Every code of the catalogue metadata in its EU table, all problems named at once. */
+function checkCatalogue(patch: CatalogueMetadataPatch | undefined): void {
+  const problems = patch ? catalogueMetadataProblems(patch) : [];
+  if (problems.length > 0) throw new AppError('VALIDATION_FAILED', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { fieldErrors: problems });
 }
 
 /** PUT (replace) and PATCH of a DRAFT dataset. */
@@ -162,6 +175,7 @@ export async function updateDataset(
   const replace = mode === 'replace';
   const namedApis = input.namedApis !== undefined ? input.namedApis ?? [] : replace ? [] : undefined;
   if (namedApis) checkNamedApis(namedApis, ctx.upstreamOrigins);
+  checkCatalogue(input.catalogue);
   return writing(ctx, async (trx) => {
     await prepare(trx, ctx, caller, id, 'update', ['DATASET_UPDATE'], ifMatch);
     const current = await representation(ctx, trx, id);
@@ -178,6 +192,7 @@ export async function updateDatasetMetadata(
   ctx: DatasetsContext, caller: Caller, actor: Actor, id: string, input: DatasetMetadataPatch, operation: 'readyMeta' | 'releasedMeta', ifMatch: string | undefined,
 ): Promise<Dataset> {
   const permissions: PermissionName[] = operation === 'readyMeta' ? ['DATASET_UPDATE'] : ['DATASET_UPDATE', 'DATASET_RELEASE'];
+  checkCatalogue(input.catalogue);
   return writing(ctx, async (trx) => {
     await prepare(trx, ctx, caller, id, operation, permissions, ifMatch);
     const current = await representation(ctx, trx, id);
