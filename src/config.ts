@@ -67,6 +67,19 @@ const EnvSchema = Type.Object({
   OWS_CONTACT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 200, pattern: '^[^\\s@]+@[^\\s@]+$' })),
   // How old a map's layer extents may grow before a capabilities request computes them again.
   OWS_EXTENT_REFRESH_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
+  // The DCAT-AP catalogue of the released open datasets (GET {DATA_API_URL}/v1/catalogue): what it
+  // says of itself and its defaults for the datasets' records. Defaults come from TENANT_NAME.
+  CATALOGUE_TITLE: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+  CATALOGUE_DESCRIPTION: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
+  CATALOGUE_PUBLISHER_NAME: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+  CATALOGUE_PUBLISHER_URI: Type.Optional(HttpUrl),
+  CATALOGUE_CONTACT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$' })),
+  CATALOGUE_LANGUAGE: Type.String({ default: 'ENG', pattern: '^[A-Z0-9_]{2,20}$' }),
+  CATALOGUE_HOMEPAGE: Type.Optional(HttpUrl),
+  CATALOGUE_PAGE_SIZE: Type.Integer({ default: 100, minimum: 1, maximum: 1000 }),
+  CATALOGUE_DEFAULT_LICENSE: Type.String({ default: 'CC_BY_4_0', pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+  // How old a dataset's spatial and temporal extent (from its data) may grow before the catalogue computes it again.
+  CATALOGUE_EXTENT_REFRESH_MS: Type.Integer({ default: 60_000, minimum: 0, maximum: 86_400_000 }),
   // The MQTT broker: packet sizes before and after CONNACK, the CONNECT deadline, connection caps.
   MQTT_MAX_CONNECT_BYTES: Type.Integer({ default: 65_536, minimum: 1024, maximum: 16_777_216 }),
   MQTT_MAX_PACKET_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, maximum: 268_435_455 }),
@@ -117,6 +130,11 @@ export interface Config {
    */
   ows: { workers: number; mapDir: string | null; timeoutMs: number; maxPerCaller: number; queueTimeoutMs: number; maxImageSize: number; maxBodyBytes: number;
     contact: { organization: string | null; email: string | null }; extentRefreshMs: number };
+  /** The DCAT-AP catalogue: what it says of itself, its page size, the defaults of its records, how long a dataset's data extent is kept. */
+  catalogue: {
+    title: string; description: string; publisher: { name: string; uri: string | null }; contactEmail: string; language: string;
+    homepage: string; pageSize: number; defaultLicense: string; extentRefreshMs: number;
+  };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process; preparedStatements: statement texts run as named statements (0: none). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number; preparedStatements: number };
   /**
@@ -242,6 +260,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBodyBytes: e.OWS_MAX_BODY_BYTES,
       contact: { organization: e.OWS_CONTACT_ORGANIZATION ?? null, email: e.OWS_CONTACT_EMAIL ?? null },
       extentRefreshMs: e.OWS_EXTENT_REFRESH_MS,
+    },
+    catalogue: {
+      title: e.CATALOGUE_TITLE ?? `${e.TENANT_NAME} open data`,
+      description: e.CATALOGUE_DESCRIPTION ?? `The open datasets ${e.TENANT_NAME} publishes: their APIs and bulk downloads.`,
+      publisher: { name: e.CATALOGUE_PUBLISHER_NAME ?? e.TENANT_NAME, uri: e.CATALOGUE_PUBLISHER_URI ?? null },
+      // A contact is mandatory for High-Value Datasets: the OWS operator's, else the bootstrap administrator's.
+      contactEmail: e.CATALOGUE_CONTACT_EMAIL ?? e.OWS_CONTACT_EMAIL ?? e.BOOTSTRAP_ADMIN_EMAIL.toLowerCase(),
+      language: e.CATALOGUE_LANGUAGE,
+      homepage: e.CATALOGUE_HOMEPAGE ?? withoutTrailingSlash(e.DATA_API_URL ?? `http://localhost:${dataPort}`),
+      pageSize: e.CATALOGUE_PAGE_SIZE,
+      defaultLicense: e.CATALOGUE_DEFAULT_LICENSE,
+      extentRefreshMs: e.CATALOGUE_EXTENT_REFRESH_MS,
     },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE, preparedStatements: e.DATABASE_PREPARED_STATEMENTS },
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },

@@ -12,13 +12,14 @@ import { CallerCache } from './access/caller-cache.js';
 import { clearIdempotencyPlaceholders } from './http/idempotency.js';
 import type { AppContext } from './context.js';
 import { SagaRunner } from './jobs/saga-runner.js';
-import { datasetSagas, describeDatasetForOws, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
+import { datasetCatalogueSource, datasetSagas, describeDatasetForOws, namedApiStandardsOf, storageSchemaOf } from './modules/datasets/index.js';
 import { createObservationWriter, createStaServer, mqttEndpointsOf } from './sta/index.js';
 import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { BrokerStore } from './data-api/gateway-context.js';
 import { enablePostgis } from './db/postgis.js';
 import { createFeatureStore, createFeatureWriter, OwsServer } from './ows/index.js';
+import { CatalogueService, ExtentCache, readDatasetData } from './catalogue/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
 import { resealDataSourceSecrets } from './modules/datasources/index.js';
@@ -100,6 +101,13 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       stylesOf: (datasetId) => stylesOfDataset(db, datasetId),
       describe: (datasetId, slug) => describeDatasetForOws(db, datasetId, slug),
     });
+    const catalogue = new CatalogueService({
+      source: datasetCatalogueSource(db),
+      extents: new ExtentCache(readDatasetData(db, postgis), config.catalogue.extentRefreshMs,
+        (datasetId, error) => log.warn({ err: error, datasetId }, 'catalogue: could not read what a dataset\'s data spans')),
+      dataApiUrl: config.dataApi.baseUrl,
+      settings: config.catalogue,
+    });
     const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
     // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.
     const steps = joinSteps(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf }), pipelineSagaSteps());
@@ -117,7 +125,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       log: ingestLog,
       reconcileMs: config.pipelines.reconcileMs,
     });
-    return { config, db, databaseUrl: where.url, tenant, verifier, callers, sagas, sta, postgis, features, ows, staChanges, secrets, metrics, pipelines, openBrokerStore };
+    return { config, db, databaseUrl: where.url, tenant, verifier, callers, sagas, sta, postgis, features, ows, catalogue, staChanges, secrets, metrics, pipelines, openBrokerStore };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -6,6 +6,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { StaServer } from '../sta/types.js';
 import type { FeatureStore } from '../ows/types.js';
 import type { OwsServer } from '../ows/ows-server.js';
+import type { CatalogueService } from '../catalogue/index.js';
 import type { StaChangeFeed } from './mqtt/change-feed.js';
 
 /**
@@ -31,6 +32,8 @@ export interface GatewayContext {
   features: FeatureStore;
   /** WFS and WMS of OWS named APIs: MapServer's pool (started by the data API), one generated mapfile per API. */
   ows: OwsServer;
+  /** The DCAT-AP catalogue of the released open datasets (GET /v1/catalogue, a dataset's IRI with an RDF Accept). */
+  catalogue: CatalogueService;
   /** Committed SensorThings writes of every process, for the MQTT subscribers of the gateway. */
   staChanges: StaChangeFeed;
   /** This process's metrics: both listeners count their requests here, GET /metrics serves them. */

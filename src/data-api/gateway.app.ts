@@ -20,6 +20,7 @@ import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
 import { isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from '../ows/index.js';
+import { isCataloguePath, registerCatalogueRoutes } from './catalogue-routes.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
 export const PAYLOAD_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -59,7 +60,7 @@ export async function buildDataApiApp(ctx: GatewayContext, options: DataApiOptio
     });
   }
   // Payload clients may present personal access tokens too (QGIS, sensors, scripts).
-  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url), acceptPersonalAccessTokens: true });
+  await installCommonPlumbing(app, ctx, { mayBeAnonymous: (request) => isPayloadPath(request.url) || isCataloguePath(request.url), acceptPersonalAccessTokens: true });
   registerHealthRoutes(app, ctx.db);
   // Cache-Control (and a validator) on every payload answer, OWS and SensorThings alike.
   installCacheHeaders(app);
@@ -86,6 +87,7 @@ export async function buildDataApiApp(ctx: GatewayContext, options: DataApiOptio
   });
   installMqtt(app, ctx, routes, { port: options.mqttPort ?? null, host: ctx.config.host });
 
+  registerCatalogueRoutes(app, ctx.catalogue);
   const serve = (request: FastifyRequest, reply: FastifyReply) => servePayload(request, reply, routes, ctx);
   for (const url of ['/v1/datasets/:id/:slug', '/v1/datasets/:id/:slug/*']) {
     app.route({ method: [...PAYLOAD_METHODS], url, exposeHeadRoute: false, bodyLimit: PAYLOAD_BODY_LIMIT_BYTES, handler: serve });

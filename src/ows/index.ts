@@ -4,3 +4,4 @@ export type { FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
 export { OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows-server.js';
 export { isForm as isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from './ows-request.js';
 export { createFeatureWriter } from './pipeline-writes.js';
+export { owsDataExtent, type OwsDataExtent } from './data-extent.js';

@@ -10,3 +10,5 @@ export { batchErrorResponse, failedDependency, type BatchResponse } from './batc
 export { isMultipartMixed, multipartAnswer, multipartElsewhere, parseMultipartBatch, type MultipartBatch } from './batch-multipart.js';
 // The pipelines' writer into an STA API (the runtime wires it as the PayloadWriter of STA datasets).
 export { createObservationWriter, type ObservationWriterDeps } from './pipeline-writes.js';
+// What the open-data catalogue says of an STA API's data (its box and its phenomenon times).
+export { staDataExtent, type StaDataExtent } from './data-extent.js';

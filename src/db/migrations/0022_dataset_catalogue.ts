@@ -5,7 +5,7 @@ import { runStatements } from '../run-statements.js';
  * The DCAT-AP catalogue's view of a dataset: its `catalogue` metadata (licence, keywords, themes,
  * …, a JSON object merge patches build), when it was first released (`dct:issued`) and when its
  * record last changed (`dct:modified`: a metadata change or a release). The partial index serves
- * the catalogue's pages, which list the released open datasets in the order their records changed.
+ * the catalogue's pages, which list the released open datasets in the order of their first release.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await runStatements(db, `
@@ -14,7 +14,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     alter table datasets add column record_modified_at timestamptz not null default now();
     update datasets set record_modified_at = modified_at;
     update datasets set first_released_at = modified_at where status = 'AVAILABLE';
-    create index datasets_in_catalogue on datasets (record_modified_at, id)
+    create index datasets_in_catalogue on datasets (first_released_at, id)
       where status = 'AVAILABLE' and pending_saga_type is null and open_data_access;
   `);
 }

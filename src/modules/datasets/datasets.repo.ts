@@ -8,7 +8,7 @@ import { withReadableScope } from '../../access/readable-scope.js';
 import { iso } from '../../http/resource.js';
 import type { ReadableScope } from '../../access/check-access.js';
 import type { Dataset, DatasetListQuery, NamedApi, NamedApiInput } from './datasets.schemas.js';
-import { catalogueMetadataOf, type CatalogueMetadata } from '../../catalogue/metadata.js';
+import { catalogueMetadataOf, type CatalogueMetadata } from '../../catalogue/index.js';
 
 export const DATASET_SORT_COLUMNS: Record<string, string> = {
   name: 'd.name', description: 'd.description', dataSetStatus: 'd.status', createdAt: 'd.created_at', modifiedAt: 'd.modified_at',
@@ -172,4 +172,42 @@ export async function existingDatasetIds(db: Database, ids: readonly string[]): 
   if (ids.length === 0) return new Set();
   const { rows } = await sql<{ id: string }>`select id from datasets where id in (${sql.join([...ids])}) for key share`.execute(db);
   return new Set(rows.map((row) => row.id));
+}
+
+/** A record the catalogue changed outside a metadata write (an unrelease takes the dataset out of it). */
+export const markRecordChanged = (db: Database, id: string) =>
+  db.updateTable('datasets').set({ record_modified_at: sql`now()` }).where('id', '=', id).execute();
+
+/** The datasets the open-data catalogue lists: released (no saga under way) and open. */
+const inCatalogue = sql<boolean>`d.status = 'AVAILABLE' and d.pending_saga_type is null and d.open_data_access`;
+
+export interface CatalogueRow {
+  id: string; name: string; description: string; catalogue: unknown; first_released_at: Date | null; record_modified_at: Date;
+  apis: Array<{ slug: string; standard: 'OWS' | 'STA'; name: string; description: string | null }>;
+}
+
+const catalogueColumns = sql`d.id, d.name, d.description, d.catalogue, d.first_released_at, d.record_modified_at,
+  coalesce((select json_agg(json_build_object('slug', n.slug, 'standard', n.standard, 'name', n.name, 'description', n.description) order by n.position)
+              from dataset_named_apis n where n.dataset_id = d.id), '[]'::json) as apis`;
+
+/** A page of the catalogue's datasets in the order of their first release (a new release comes last), and how many there are. */
+export async function findCataloguePage(db: Database, query: { offset: number; limit: number; modifiedSince: Date | null }): Promise<{ total: number; rows: CatalogueRow[] }> {
+  const since = query.modifiedSince ? sql`and d.record_modified_at > ${query.modifiedSince}` : sql``;
+  const [{ rows }, counted] = await Promise.all([
+    sql<CatalogueRow>`select ${catalogueColumns} from datasets d where ${inCatalogue} ${since}
+      order by d.first_released_at, d.id limit ${query.limit} offset ${query.offset}`.execute(db),
+    sql<{ total: number }>`select count(*)::int as total from datasets d where ${inCatalogue} ${since}`.execute(db),
+  ]);
+  return { total: counted.rows[0]?.total ?? 0, rows };
+}
+
+export async function findCatalogueRow(db: Database, id: string): Promise<CatalogueRow | undefined> {
+  const { rows } = await sql<CatalogueRow>`select ${catalogueColumns} from datasets d where d.id = ${id} and ${inCatalogue}`.execute(db);
+  return rows[0];
+}
+
+/** The latest change of a record the catalogue holds or held: every dataset ever released counts (an unrelease moves it too). */
+export async function catalogueLastModified(db: Database): Promise<Date | null> {
+  const { rows } = await sql<{ last: Date | null }>`select max(record_modified_at) as last from datasets where first_released_at is not null`.execute(db);
+  return rows[0]?.last ? new Date(rows[0].last) : null;
 }

@@ -14,7 +14,7 @@ import type { Actor } from '../audit/index.js';
 import { actorPayload, recordDatasetEvent } from './dataset-audit.js';
 import { SAGA_KINDS, storageSchemaOf } from './dataset-sagas.js';
 import {
-  DATASET_SORT_COLUMNS, deleteDatasetRow, findDatasetPage, findDatasetState, insertDataset, loadDatasets, lockDataset, setDatasetState,
+  DATASET_SORT_COLUMNS, deleteDatasetRow, findDatasetPage, findDatasetState, insertDataset, loadDatasets, lockDataset, markRecordChanged, setDatasetState,
   setNamedApis, updateDatasetRow, type DatasetState, type DatasetValues,
 } from './datasets.repo.js';
 import {
@@ -23,7 +23,7 @@ import {
 import { transition, type LifecycleOperation } from './lifecycle.js';
 import {
   catalogueMetadataProblems, EMPTY_CATALOGUE_METADATA, mergeCatalogueMetadata, type CatalogueMetadataPatch,
-} from '../../catalogue/metadata.js';
+} from '../../catalogue/index.js';
 import type { DatasetPartCheck } from './part-checks.js';
 
 /** What the datasets module needs from the process: its database, its public data API URL, a nudge for the saga workers. */
@@ -230,6 +230,8 @@ export async function changeStatus(ctx: DatasetsContext, caller: Caller, actor: 
     if (step.validate) await validateFor(trx, ctx, id, step.validate);
     await setDatasetState(trx, id, { status: step.to as Dataset['dataSetStatus'], ...(step.saga ? { pendingSagaType: step.saga } : {}) });
     if (step.saga) await enqueueSaga(trx, SAGA_KINDS[step.saga], id, actorPayload(actor));
+    // The dataset leaves the open-data catalogue: its Last-Modified moves.
+    if (operation === 'unrelease') await markRecordChanged(trx, id);
     const after = await representation(ctx, trx, id);
     await recordDatasetEvent(trx, actor, STATUS_EVENTS[operation], id, before, after);
     return after;

@@ -7,3 +7,4 @@ export type { DatasetPartCheck } from './part-checks.js';
 export type { Dataset } from './datasets.schemas.js';
 export { findDatasetState, holdAvailableDataset, namedApiStandardOf, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
 export { storageSchemaOf } from './dataset-sagas.js';
+export { datasetCatalogueSource } from './catalogue-source.js';

@@ -1,0 +1,32 @@
+import type { Database } from '../../db/client.js';
+import { catalogueMetadataOf, type CatalogueEntry, type CatalogueSource } from '../../catalogue/index.js';
+import { storageSchemaOf } from './dataset-sagas.js';
+import { catalogueLastModified, findCataloguePage, findCatalogueRow, type CatalogueRow } from './datasets.repo.js';
+
+/** The released open datasets as the open-data catalogue reads them (wired into the data API by app.ts). */
+export function datasetCatalogueSource(db: Database): CatalogueSource {
+  return {
+    lastModified: () => catalogueLastModified(db),
+    page: async (query) => {
+      const { total, rows } = await findCataloguePage(db, query);
+      return { total, entries: rows.map(entryOf) };
+    },
+    entry: async (id) => {
+      const row = await findCatalogueRow(db, id);
+      return row && entryOf(row);
+    },
+  };
+}
+
+function entryOf(row: CatalogueRow): CatalogueEntry {
+  return {
+    id: row.id,
+    title: row.name,
+    description: row.description,
+    metadata: catalogueMetadataOf(typeof row.catalogue === 'string' ? JSON.parse(row.catalogue) : row.catalogue),
+    issued: row.first_released_at ? new Date(row.first_released_at) : null,
+    modified: new Date(row.record_modified_at),
+    storageSchema: storageSchemaOf(row.id),
+    apis: (typeof row.apis === 'string' ? JSON.parse(row.apis) : row.apis) as CatalogueEntry['apis'],
+  };
+}
