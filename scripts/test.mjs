@@ -230,8 +230,12 @@ if (quick) {
 }
 const bundles = await bundleTests(files);
 childEnv['TEST_PROGRAM_BUNDLES'] = bundles.programs;
+// A test (a suite counts as one) that has not finished in 10 minutes fails naming itself: a hang
+// (a promise nothing will settle, seen once when another run dropped the server's template) would
+// otherwise hold CI to its limit and say nothing. The slowest test takes about 2.5 minutes.
+const TEST_TIMEOUT_MS = 600_000;
 const child = spawn(process.execPath, [
-  '--enable-source-maps', '--test', `--test-concurrency=${Math.min(concurrency, bundles.entries.length)}`,
+  '--enable-source-maps', '--test', `--test-concurrency=${Math.min(concurrency, bundles.entries.length)}`, `--test-timeout=${TEST_TIMEOUT_MS}`,
   '--test-reporter=tap', '--test-reporter-destination=stdout',
   `--test-reporter=${path.join(root, 'scripts', 'test-skips-reporter.mjs')}`, `--test-reporter-destination=${skipsFile}`,
   `--test-reporter=${path.join(root, 'scripts', 'test-durations-reporter.mjs')}`, `--test-reporter-destination=${durationsFile}`,

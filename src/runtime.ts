@@ -108,7 +108,11 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       dataApiUrl: config.dataApi.baseUrl,
       settings: config.catalogue,
     });
-    const features = createFeatureStore({ db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() } });
+    const features = createFeatureStore({
+      db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() },
+      describe: (datasetId) => describeDatasetForOws(db, datasetId, ''),
+      filterLimits: { maxBytes: config.dataApi.limits.expressionMaxBytes, maxDepth: config.dataApi.limits.expressionMaxDepth },
+    });
     // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.
     const steps = joinSteps(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf }), pipelineSagaSteps());
     const sagas = new SagaRunner(db, datasetSagas(steps), { log });

@@ -65,7 +65,8 @@ interface ServiceKind {
   title: string;
   conformsTo: string;
   endpointDescription: (base: string) => string;
-  documentation: string;
+  /** Its documentation for people (`foaf:page`). */
+  documentation: (base: string) => string;
   /** Its format in the EU file-type table. */
   format: string;
 }
@@ -73,16 +74,20 @@ interface ServiceKind {
 const SERVICES: Record<RecordApi['standard'], readonly ServiceKind[]> = {
   STA: [{
     fragment: 'sta', title: 'SensorThings API', conformsTo: 'http://www.opengis.net/doc/is/sensorthings/1.1',
-    endpointDescription: (base) => base, documentation: 'https://www.ogc.org/standard/sensorthings/', format: 'JSON',
+    endpointDescription: (base) => base, documentation: () => 'https://www.ogc.org/standard/sensorthings/', format: 'JSON',
   }],
   OWS: [
     {
       fragment: 'wfs', title: 'Web Feature Service', conformsTo: 'http://www.opengis.net/def/serviceType/ogc/wfs',
-      endpointDescription: (base) => `${base}?SERVICE=WFS&REQUEST=GetCapabilities`, documentation: 'https://www.ogc.org/standard/wfs/', format: 'WFS_SRVC',
+      endpointDescription: (base) => `${base}?SERVICE=WFS&REQUEST=GetCapabilities`, documentation: () => 'https://www.ogc.org/standard/wfs/', format: 'WFS_SRVC',
     },
     {
       fragment: 'wms', title: 'Web Map Service', conformsTo: 'http://www.opengis.net/def/serviceType/ogc/wms',
-      endpointDescription: (base) => `${base}?SERVICE=WMS&REQUEST=GetCapabilities`, documentation: 'https://www.ogc.org/standard/wms/', format: 'WMS_SRVC',
+      endpointDescription: (base) => `${base}?SERVICE=WMS&REQUEST=GetCapabilities`, documentation: () => 'https://www.ogc.org/standard/wms/', format: 'WMS_SRVC',
+    },
+    {
+      fragment: 'ogcapi-features', title: 'OGC API – Features', conformsTo: 'http://www.opengis.net/spec/ogcapi-features-1/1.0',
+      endpointDescription: (base) => `${base}/api`, documentation: (base) => `${base}/api?f=html`, format: 'GEOJSON',
     },
   ],
 };
@@ -175,7 +180,7 @@ export function describeDataset(graph: Graph, catalogue: CatalogueDescription, r
       graph.add(dataService, term('dcat', 'servesDataset'), node);
       licensed(dataService);
       contactPoint(graph, dataService, contactIri, contactEmail);
-      graph.link(dataService, term('foaf', 'page'), kind.documentation, term('foaf', 'Document'));
+      graph.link(dataService, term('foaf', 'page'), kind.documentation(base), term('foaf', 'Document'));
       hvdProperties(dataService);
 
       graph.text(service, term('dct', 'title'), `${api.name}: ${kind.title}`);

@@ -154,7 +154,7 @@ async function serveOws(
   request: FastifyRequest, reply: FastifyReply, ctx: GatewayContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }, plan: OwsPlan | undefined,
 ) {
   if (!ctx.features.available) throw featureStoreUnavailable();
-  if (isCollectionsPath(address)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
+  if (isFeaturesApiPath(address, request.method)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
   const clientGone = new AbortController();
@@ -173,7 +173,18 @@ async function serveOws(
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 
-const isCollectionsPath = (address: PayloadAddress | null) => address !== null && (address.rest === '/collections' || address.rest.startsWith('/collections/'));
+/**
+ * OGC API – Features and the feature collections, ours: `{base}/collections…`, `/conformance`,
+ * `/api`, and a GET of the base itself without the OGC key-value parameters (the landing page).
+ * With `SERVICE` or `REQUEST` the base is WFS/WMS, MapServer's.
+ */
+function isFeaturesApiPath(address: PayloadAddress | null, method: string): boolean {
+  if (address === null) return false;
+  const { rest } = address;
+  if (rest === '/collections' || rest.startsWith('/collections/') || rest === '/conformance' || rest === '/api') return true;
+  if (rest !== '' || !(method === 'GET' || method === 'HEAD')) return false;
+  return ![...new URLSearchParams(address.query).keys()].some((name) => /^(service|request)$/i.test(name));
+}
 
 const owsRouteOf = (ctx: GatewayContext, route: PayloadRoute) => ({
   datasetId: route.datasetId, slug: route.slug, schema: route.storageSchema, publicBase: publicBaseOf(ctx.config.dataApi.baseUrl, route),
@@ -190,6 +201,9 @@ async function forwardToFeatureStore(
     body: request.body,
     baseUrl: publicBaseOf(dataApiUrl, route),
     schema: route.storageSchema,
+    datasetId: route.datasetId,
+    slug: route.slug,
+    ...(request.headers.accept ? { accept: request.headers.accept } : {}),
   });
   reply.code(answer.status);
   if (answer.headers) reply.headers(answer.headers);
@@ -205,7 +219,7 @@ async function forwardToFeatureStore(
 function ogcPlanOf(request: FastifyRequest, route: PayloadRoute | undefined, address: PayloadAddress | null, maxOwsBodyBytes: number):
   { operation: PayloadOperation; plan?: OwsPlan } | null {
   const method = request.method;
-  if (route?.standard !== 'OWS' || !address || isCollectionsPath(address) || !(method === 'GET' || method === 'HEAD' || method === 'POST')) return null;
+  if (route?.standard !== 'OWS' || !address || isFeaturesApiPath(address, method) || !(method === 'GET' || method === 'HEAD' || method === 'POST')) return null;
   const message = { method, query: address.query, body: Buffer.isBuffer(request.body) ? request.body : undefined, contentType: request.headers['content-type'] };
   // A body beyond its bound is not read before authorization (OwsServer.handle refuses it with
   // 400 once the caller may know the API exists). Unread, an XML body counts as a write; a form

@@ -42,20 +42,47 @@ export async function insertFeatures(trx: Database, schema: string, def: Collect
 
 export interface FeaturePage { matched: number; features: StoredFeature[] }
 
-export async function readFeatures(db: Database, schema: string, def: CollectionDef, page: { limit: number; offset: number; bbox: Bbox | null }): Promise<FeaturePage> {
-  const where = page.bbox
-    ? sql`where geom && st_makeenvelope(${page.bbox[0]}, ${page.bbox[1]}, ${page.bbox[2]}, ${page.bbox[3]}, ${def.srid})`
-    : sql``;
-  const table = sql.id(schema, def.name);
-  const { rows: counted } = await sql<{ n: number }>`select count(*)::int as n from ${table} ${where}`.execute(db);
-  const { rows } = await sql<Record<string, unknown>>`
-    select ${featureColumns(def)} from ${table} ${where} order by fid limit ${page.limit} offset ${page.offset}`.execute(db);
-  return { matched: counted[0]!.n, features: rows.map((row) => toFeature(row, def)) };
+/** What an items read selects: its conditions (already SQL), the page's place and size, and the CRS of the answer. */
+export interface FeatureSelection {
+  conditions: ReadonlyArray<RawBuilder<unknown>>;
+  limit: number;
+  position: { after: number } | { before: number } | { offset: number };
+  output: { srid: number; latitudeFirst: boolean };
 }
 
-export async function readFeature(db: Database, schema: string, def: CollectionDef, fid: number): Promise<StoredFeature | undefined> {
+/**
+ * A page of features in fid order and how many match. `after`/`before` place the page by fid (the
+ * `next`/`prev` links: a feature added or deleted meanwhile moves no other across a page boundary),
+ * `offset` by count.
+ */
+export async function readFeatures(db: Database, schema: string, def: CollectionDef, selection: FeatureSelection): Promise<FeaturePage> {
+  const table = sql.id(schema, def.name);
+  const matching = selection.conditions.length > 0 ? sql`where ${sql.join(selection.conditions, sql` and `)}` : sql``;
+  const { position } = selection;
+  const keyset = 'after' in position ? [sql`fid > ${position.after}`] : 'before' in position ? [sql`fid < ${position.before}`] : [];
+  const all = [...selection.conditions, ...keyset];
+  const where = all.length > 0 ? sql`where ${sql.join(all, sql` and `)}` : sql``;
+  const order = 'before' in position ? sql`fid desc` : sql`fid`;
+  const offset = 'offset' in position ? position.offset : 0;
+  const [{ rows: counted }, { rows }] = await Promise.all([
+    sql<{ n: number }>`select count(*)::int as n from ${table} ${matching}`.execute(db),
+    sql<Record<string, unknown>>`
+      select ${featureColumns(def, outputGeometry(def, selection.output))} from ${table} ${where} order by ${order} limit ${selection.limit} offset ${offset}`.execute(db),
+  ]);
+  const features = rows.map((row) => toFeature(row, def));
+  if ('before' in position) features.reverse();
+  return { matched: counted[0]!.n, features };
+}
+
+/** The geometry column as the answer's CRS wants it: transformed, and with its axes swapped when latitude comes first. */
+function outputGeometry(def: CollectionDef, output: FeatureSelection['output']): RawBuilder<unknown> {
+  const transformed = output.srid === def.srid ? sql`geom` : sql`st_transform(geom, ${output.srid}::integer)`;
+  return output.latitudeFirst ? sql`st_flipcoordinates(${transformed})` : transformed;
+}
+
+export async function readFeature(db: Database, schema: string, def: CollectionDef, fid: number, output?: FeatureSelection['output']): Promise<StoredFeature | undefined> {
   const { rows } = await sql<Record<string, unknown>>`
-    select ${featureColumns(def)} from ${sql.id(schema, def.name)} where fid = ${fid}`.execute(db);
+    select ${featureColumns(def, output ? outputGeometry(def, output) : undefined)} from ${sql.id(schema, def.name)} where fid = ${fid}`.execute(db);
   return rows[0] ? toFeature(rows[0], def) : undefined;
 }
 
@@ -75,8 +102,8 @@ export async function deleteFeature(db: Database, schema: string, def: Collectio
   return rows.length > 0;
 }
 
-const featureColumns = (def: CollectionDef) =>
-  sql.join([sql`fid`, sql`st_asgeojson(geom)::json as geom`, ...Object.keys(def.properties).map((name) => sql.id(name))]);
+const featureColumns = (def: CollectionDef, geometry: RawBuilder<unknown> = sql`geom`) =>
+  sql.join([sql`fid`, sql`st_asgeojson(${geometry})::json as geom`, ...Object.keys(def.properties).map((name) => sql.id(name))]);
 
 function toFeature(row: Record<string, unknown>, def: CollectionDef): StoredFeature {
   const properties: Record<string, AttributeValue> = {};

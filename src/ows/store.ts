@@ -3,11 +3,15 @@ import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/constraint-errors.js';
 import { NAME_PATTERN, parseCollectionDef } from './collection-definition.js';
 import {
-  collectionStats, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, listCollections, provisionCatalogue,
+  collectionStats, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, provisionCatalogue,
 } from './collections.repo.js';
-import { deleteFeature, insertFeatures, readFeature, readFeatures, replaceFeature } from './features.repo.js';
+import { deleteFeature, insertFeatures, readFeature, replaceFeature } from './features.repo.js';
 import { parseFeatureBatch, parseSingleFeature } from './geojson.js';
-import { parseItemsQuery } from './items-query.js';
+import { CrsRegistry } from './ogc-api/crs.js';
+import {
+  apiDefinition, collectionPage, collectionsPage, conformancePage, itemPage, itemsPage, landing, queryablesPage, type FeaturesApiDeps,
+} from './ogc-api/features-api.js';
+import type { FilterLimits } from './ogc-api/items-where.js';
 import type { CollectionDef, FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
 
 export interface FeatureStoreDeps {
@@ -19,6 +23,10 @@ export interface FeatureStoreDeps {
    * rewrites its maps), `committed` after it (this process's maps, at once).
    */
   catalogueChange?: { announce(trx: Database): Promise<void>; committed(): void };
+  /** The dataset's name and description, for OGC API's landing page. */
+  describe?: FeaturesApiDeps['describe'];
+  /** Bounds of a CQL2 filter (those of a SensorThings `$filter`). */
+  filterLimits?: FilterLimits;
 }
 
 const GEOJSON = { 'content-type': 'application/geo+json' };
@@ -29,6 +37,9 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
   // Datasets released before this store existed (or before PostGIS was) have no catalogue yet:
   // each process makes sure once per schema, which is a no-op after the RELEASE step.
   const provisioned = new Set<string>();
+  const api: FeaturesApiDeps = {
+    db, crs: new CrsRegistry(db), limits: deps.filterLimits ?? { maxBytes: 8192, maxDepth: 64 }, describe: deps.describe ?? (async () => undefined),
+  };
   return {
     available: deps.postgis,
     provision: (trx, schema) => provisionCatalogue(trx, schema),
@@ -38,7 +49,7 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
         await provisionCatalogue(db, request.schema);
         provisioned.add(request.schema);
       }
-      const response = await route(db, request, deps.catalogueChange);
+      const response = await route(db, api, request, deps.catalogueChange).catch((error: unknown) => { throw withOgcMembers(error); });
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;
       return head;
@@ -49,21 +60,43 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
 export const unavailable = () =>
   new AppError('SERVICE_UNAVAILABLE', 'OWS named APIs need PostgreSQL with PostGIS: set DATABASE_URL to a PostgreSQL server with the postgis extension');
 
-/** `/collections`, `/collections/{name}`, `/collections/{name}/items`, `/collections/{name}/items/{fid}`. */
+/**
+ * Problems of these routes carry OGC API's exception members too: `code` and `description` beside
+ * the problem's own `detail`.
+ */
+function withOgcMembers(error: unknown): unknown {
+  if (!(error instanceof AppError)) return error;
+  return new AppError(error.code, error.message, { ...error.options, extensions: { ...error.options.extensions, code: error.code, description: error.message } });
+}
+
 type CatalogueChange = FeatureStoreDeps['catalogueChange'];
 
-async function route(db: Database, request: FeatureRequest, catalogueChange: CatalogueChange): Promise<FeatureResponse> {
-  const [, first, name, items, fid, ...extra] = request.path.split('/');
-  if (first !== 'collections' || extra.length > 0 || (items !== undefined && items !== 'items')) throw new AppError('NOT_FOUND', `Nothing at ${request.path}`);
+/**
+ * `''` (landing page), `/conformance`, `/api`, `/collections`, `/collections/{name}`,
+ * `/collections/{name}/queryables`, `/collections/{name}/items`, `/collections/{name}/items/{fid}`.
+ */
+async function route(db: Database, api: FeaturesApiDeps, request: FeatureRequest, catalogueChange: CatalogueChange): Promise<FeatureResponse> {
   const method = request.method === 'HEAD' ? 'GET' : request.method;
+  if (request.path === '' || request.path === '/conformance' || request.path === '/api') {
+    if (method !== 'GET') throw notAllowed('GET');
+    return request.path === '' ? landing(api, request) : request.path === '/api' ? apiDefinition(api, request) : conformancePage(request);
+  }
+  const [, first, name, items, fid, ...extra] = request.path.split('/');
+  if (first !== 'collections' || extra.length > 0 || (items !== undefined && items !== 'items' && items !== 'queryables') || (items === 'queryables' && fid !== undefined)) {
+    throw new AppError('NOT_FOUND', `Nothing at ${request.path}`);
+  }
   if (name === undefined) {
-    if (method === 'GET') return listAll(db, request.schema);
+    if (method === 'GET') return collectionsPage(api, request);
     if (method === 'POST') return createCollection(db, request, catalogueChange);
     throw notAllowed('GET, POST');
   }
   const collection = await collectionNamed(db, request.schema, name);
+  if (items === 'queryables') {
+    if (method !== 'GET') throw notAllowed('GET');
+    return queryablesPage(request, collection);
+  }
   if (items === undefined) {
-    if (method === 'GET') return { status: 200, body: await describe(db, request.schema, collection) };
+    if (method === 'GET') return collectionPage(api, request, collection);
     if (method === 'DELETE') {
       await db.transaction().execute(async (trx) => {
         await dropCollection(trx as Database, request.schema, collection.name);
@@ -75,10 +108,7 @@ async function route(db: Database, request: FeatureRequest, catalogueChange: Cat
     throw notAllowed('GET, DELETE');
   }
   if (fid === undefined) {
-    if (method === 'GET') {
-      const page = await readFeatures(db, request.schema, collection, parseItemsQuery(request.query));
-      return { status: 200, headers: GEOJSON, body: { type: 'FeatureCollection', numberMatched: page.matched, numberReturned: page.features.length, features: page.features } };
-    }
+    if (method === 'GET') return itemsPage(api, request, collection);
     if (method === 'POST') {
       const rows = parseFeatureBatch(request.body, collection);
       const ids = await db.transaction().execute((trx) => insertFeatures(trx as Database, request.schema, collection, rows));
@@ -87,7 +117,7 @@ async function route(db: Database, request: FeatureRequest, catalogueChange: Cat
     throw notAllowed('GET, POST');
   }
   const id = featureId(fid, collection);
-  if (method === 'GET') return { status: 200, headers: GEOJSON, body: await featureOrThrow(db, request.schema, collection, id) };
+  if (method === 'GET') return itemPage(api, request, collection, id, () => missingFeature(collection, id));
   if (method === 'PUT') {
     const row = parseSingleFeature(request.body, collection);
     if (!(await replaceFeature(db, request.schema, collection, id, row))) throw missingFeature(collection, id);
@@ -99,11 +129,6 @@ async function route(db: Database, request: FeatureRequest, catalogueChange: Cat
     return { status: 204 };
   }
   throw notAllowed('GET, PUT, DELETE');
-}
-
-async function listAll(db: Database, schema: string): Promise<FeatureResponse> {
-  const collections = await listCollections(db, schema);
-  return { status: 200, body: { collections: await Promise.all(collections.map((c) => describe(db, schema, c))) } };
 }
 
 async function createCollection(db: Database, request: FeatureRequest, catalogueChange: CatalogueChange): Promise<FeatureResponse> {

@@ -6,7 +6,7 @@ import type { Database } from '../db/client.js';
  */
 export interface FeatureRequest {
   method: 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  /** Below the base, percent-decoded: `/collections`, `/collections/roads/items/7`. */
+  /** Below the base, percent-decoded: `''` (the landing page), `/conformance`, `/api`, `/collections`, `/collections/roads/items/7`. */
   path: string;
   /** The raw query string without `?` (still percent-encoded), `''` when none. */
   query: string;
@@ -14,6 +14,11 @@ export interface FeatureRequest {
   body: unknown;
   /** The public base of this route: `{DATA_API_URL}/v1/datasets/{id}/{slug}`; Location headers start with it. */
   baseUrl: string;
+  /** The dataset and the named API (the landing page names the dataset). */
+  datasetId: string;
+  slug: string;
+  /** The request's Accept header (JSON or HTML), when it has one. */
+  accept?: string;
   /** The dataset's storage schema (`ds_…`), provisioned by `provision`. */
   schema: string;
   /**

@@ -61,9 +61,13 @@ async function build(serverUrl: string, name: string): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       await admin.query(`alter database ${building} rename to ${name}`);
-      // Templates of older migrations are of no more use.
-      const { rows: old } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1 and datname <> $2', [`${PREFIX}%`, name]);
-      for (const { datname } of old) await admin.query(`drop database if exists ${datname} with (force)`);
+      // Templates of older migrations are of no more use here, but may be to another checkout's run on
+      // the same server (a CI run beside a working tree): the three newest are kept, and none is
+      // dropped by force (that killed the other run's session, and pg's client.end() then never
+      // returned: the run hung with nothing left to wait for).
+      const { rows: old } = await admin.query<{ datname: string }>(
+        'select datname from pg_database where datname like $1 and datname <> $2 order by oid desc offset 2', [`${PREFIX}%`, name]);
+      for (const { datname } of old) await admin.query(`drop database if exists ${datname}`).catch(() => undefined);
     } finally {
       await admin.query('select pg_advisory_unlock($1)', [BUILD_LOCK]);
     }

@@ -162,12 +162,16 @@ describe('WFS and WMS through the gateway (postgres, real MapServer)', { skip },
       parseXml(response);
       assert.match(response.body, report);
     }
-    // Nothing to dispatch on: the gateway's own exception report, never MapServer's message page.
-    const bare = await ows.request('GET', '');
+    // A REQUEST without SERVICE: the gateway's own exception report, never MapServer's message page.
+    const bare = await ows.request('GET', '?REQUEST=GetMap');
     assert.equal(bare.statusCode, 400);
     parseXml(bare);
-    assert.match(bare.body, /MissingParameterValue/);
+    assert.match(bare.body, /ServiceExceptionReport/);
     assert.doesNotMatch(bare.body, /MapServer/);
+    // Without SERVICE and REQUEST the base is OGC API – Features' landing page.
+    const landing = await ows.request('GET', '');
+    assert.equal(landing.statusCode, 200);
+    assert.ok(landing.json().links.some((link: Record<string, string>) => link.rel === 'service-desc'));
   });
 
   test('a caller cannot pick another map, an SLD URL or change the mapfile through parameters', async () => {
