@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { Graph } from './graph.js';
-import { catalogueIri, describeCatalogue, describeDataset, describePaging, type CatalogueDescription, type DatasetRecord } from './records.js';
-import { serialize, SUFFIXES, type RdfFormat } from './serialize.js';
+import type { Graph } from './graph.js';
+import type { CatalogueDescription, DatasetRecord } from './records.js';
+import { catalogueIri, SUFFIXES, type RdfFormat } from './paths.js';
 import { ExtentCache } from './extent-cache.js';
 import { VOCABULARIES } from './vocabularies.js';
 
@@ -46,6 +46,12 @@ export interface CatalogueServiceDeps {
 /** Where a record left out is reported: the request's log. */
 export interface CatalogueLog { warn(details: object, message: string): void }
 
+type RdfDocuments = typeof import('./rdf-documents.js');
+
+/** The RDF libraries load with the first document rendered (rdf-documents.ts says why). */
+let rdfDocuments: Promise<typeof import('./rdf-documents.js')> | undefined;
+const rdf = () => (rdfDocuments ??= import('./rdf-documents.js'));
+
 export class CatalogueService {
   /** Rendered documents by the fingerprint of their inputs and format. */
   private readonly rendered = new LRUCache<string, string>({ max: 256, maxSize: 64 * 1024 * 1024, sizeCalculation: (body) => body.length || 1 });
@@ -72,10 +78,10 @@ export class CatalogueService {
     const pageUrl = (n: number) => `${catalogueIri(this.deps.dataApiUrl)}${SUFFIXES[format]}?page=${n}${query}`;
     // When the cache saw an extent change is not part of the document: left out of its fingerprint.
     const inputs = records.map(({ changedAt: _when, ...record }) => record);
-    return this.render(format, { kind: 'page', lastModified, page, pageSize, total, query, inputs }, (graph) => {
-      const catalogue = describeCatalogue(graph, this.description(lastModified));
-      describePaging(graph, { pageUrl, page, pageSize, totalItems: total });
-      for (const record of records) this.describeSafely(graph, log, record, catalogue);
+    return this.render(format, { kind: 'page', lastModified, page, pageSize, total, query, inputs }, (graph, documents) => {
+      const catalogue = documents.describeCatalogue(graph, this.description(lastModified));
+      documents.describePaging(graph, { pageUrl, page, pageSize, totalItems: total });
+      for (const record of records) this.describeSafely(documents, graph, log, record, catalogue);
     }, latest(lastModified, ...records.map((record) => record.changedAt)));
   }
 
@@ -86,8 +92,8 @@ export class CatalogueService {
     const [record] = await this.recordsOf([entry]);
     let described = true;
     const { changedAt: _when, ...inputs } = record!;
-    const document = await this.render(format, { kind: 'record', inputs }, (graph) => {
-      described = this.describeSafely(graph, log, record!);
+    const document = await this.render(format, { kind: 'record', inputs }, (graph, documents) => {
+      described = this.describeSafely(documents, graph, log, record!);
     }, latest(record!.modified, record!.changedAt));
     return described ? document : undefined;
   }
@@ -108,10 +114,10 @@ export class CatalogueService {
    * Adds a dataset's record, or leaves it out with a log line when it cannot be described (a code
    * its table no longer holds, say): one bad record never takes the catalogue down.
    */
-  private describeSafely(graph: Graph, log: CatalogueLog, record: DatasetRecord, catalogue?: Parameters<typeof describeDataset>[3]): boolean {
-    const own = new Graph();
+  private describeSafely(documents: RdfDocuments, graph: Graph, log: CatalogueLog, record: DatasetRecord, catalogue?: Parameters<RdfDocuments['describeDataset']>[3]): boolean {
+    const own = new documents.Graph();
     try {
-      describeDataset(own, this.description(null), record, catalogue);
+      documents.describeDataset(own, this.description(null), record, catalogue);
     } catch (error) {
       log.warn({ err: error, datasetId: record.id }, 'catalogue: a dataset record left out');
       return false;
@@ -120,13 +126,14 @@ export class CatalogueService {
     return true;
   }
 
-  private async render(format: RdfFormat, inputs: object, build: (graph: Graph) => void, lastModified: Date | null): Promise<CatalogueDocument> {
+  private async render(format: RdfFormat, inputs: object, build: (graph: Graph, documents: RdfDocuments) => void, lastModified: Date | null): Promise<CatalogueDocument> {
     const fingerprint = createHash('sha256').update(format).update(JSON.stringify(inputs)).update(JSON.stringify(this.deps.settings)).digest('base64url');
     let body = this.rendered.get(fingerprint);
     if (body === undefined) {
-      const graph = new Graph();
-      build(graph);
-      body = await serialize(graph.toQuads(), format);
+      const documents = await rdf();
+      const graph = new documents.Graph();
+      build(graph, documents);
+      body = await documents.serialize(graph.toQuads(), format);
       this.rendered.set(fingerprint, body);
     }
     return { body, etag: `"${fingerprint.slice(0, 32)}"`, lastModified };

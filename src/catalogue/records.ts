@@ -4,6 +4,7 @@ import { Graph } from './graph.js';
 import { HVD_REGULATION, IANA_MEDIA_TYPE, term } from './namespaces.js';
 import { VOCABULARIES, type Vocabulary } from './vocabularies.js';
 import type { CatalogueMetadata } from './metadata.js';
+import { catalogueIri, datasetIri } from './paths.js';
 
 const { namedNode } = N3.DataFactory;
 
@@ -92,8 +93,6 @@ const SERVICES: Record<RecordApi['standard'], readonly ServiceKind[]> = {
   ],
 };
 
-export const catalogueIri = (dataApiUrl: string) => `${dataApiUrl}/v1/catalogue`;
-export const datasetIri = (dataApiUrl: string, id: string) => `${dataApiUrl}/v1/datasets/${id}`;
 
 /** A concept of an EU table: linked, typed with `type` (and `skos:Concept`), labelled. */
 function concept(graph: Graph, subject: NamedNode, predicate: NamedNode, table: Vocabulary, code: string, type?: NamedNode): void {

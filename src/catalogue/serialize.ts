@@ -3,6 +3,7 @@ import jsonld from 'jsonld';
 import xmlScribe from '@graphy/content.xml.scribe';
 import type { Quad } from '@rdfjs/types';
 import { PREFIXES } from './namespaces.js';
+import type { RdfFormat } from './paths.js';
 
 /**
  * The catalogue's three serializations, each written by an RDF library from the same triples (none
@@ -10,12 +11,6 @@ import { PREFIXES } from './namespaces.js';
  * inline, so that nothing is fetched to read it), RDF/XML by graphy's XML scriber.
  */
 
-export type RdfFormat = 'turtle' | 'jsonld' | 'rdfxml';
-
-export const MEDIA_TYPES: Record<RdfFormat, string> = {
-  turtle: 'text/turtle', jsonld: 'application/ld+json', rdfxml: 'application/rdf+xml',
-};
-export const SUFFIXES: Record<RdfFormat, string> = { turtle: '.ttl', jsonld: '.jsonld', rdfxml: '.rdf' };
 
 export async function serialize(quads: readonly Quad[], format: RdfFormat): Promise<string> {
   switch (format) {

@@ -158,6 +158,8 @@ function runBash(script: string, ms: number): Promise<{ status: number | null; s
 describe('the README\'s first steps, run as written', { skip: missing(requireCurlAndJq()) }, () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const blocks = shellBlocksOfSection(readme, SECTION);
+  /** "Publishing open data" goes on from where the first steps end (the open dataset $DS). */
+  const openDataBlocks = shellBlocksOfSection(readme, 'Publishing open data');
   let dir: string;
   let service: Service | null = null;
 
@@ -186,9 +188,9 @@ describe('the README\'s first steps, run as written', { skip: missing(requireCur
     }
   });
 
-  test('from nothing to an anonymous read: the statuses and answers its comments promise', async () => {
+  test('from nothing to an anonymous read, then into the open-data catalogue: the statuses and answers its comments promise', async () => {
     const { api, data } = service!.ports;
-    const script = onPorts(blocks.join('\n'), service!.ports);
+    const script = onPorts([...blocks, ...openDataBlocks].join('\n'), service!.ports);
     assert.doesNotMatch(script, /localhost:80(80|81|90)\b/, 'a default port left after the rewrite');
     // After the block, and not part of it: the dataset's id, for the checks below.
     const run = await runBash(`${script}\nprintf 'dataset %s\\n' "$DS"\n`, BLOCK_WITHIN_MS);
@@ -206,6 +208,9 @@ describe('the README\'s first steps, run as written', { skip: missing(requireCur
       '401', // the anonymous read before the dataset is open
       '{"dataSetStatus":"AVAILABLE","openDataAccess":true}', // the merge patch of released/meta
       '{"name":"Counter Main Street"}', // the anonymous read after it
+      // Publishing open data: the catalogue metadata merged, and the dataset in the catalogue.
+      '{"license":"CC_BY_4_0","keywords":[],"themes":["TRAN"],"contactEmail":null,"accrualPeriodicity":null,"hvdCategories":["c_b79e35eb"],"landingPage":null}',
+      '1',
     ], context);
 
     // And as the comments say: anyone reads it now, writes still need a token.
