@@ -18,7 +18,7 @@ import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { BrokerStore } from './data-api/gateway-context.js';
 import { enablePostgis } from './db/postgis.js';
-import { createFeatureStore, createFeatureWriter, OwsServer } from './ows/index.js';
+import { createFeatureStore, createFeatureWriter, MatchCounts, OwsServer } from './ows/index.js';
 import { CatalogueService, ExtentCache, readDatasetData } from './catalogue/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
@@ -108,8 +108,10 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       dataApiUrl: config.dataApi.baseUrl,
       settings: config.catalogue,
     });
+    // Items pages' numberMatched, told of this process's feature writes by the store and the pipelines.
+    const matchCounts = new MatchCounts(1000);
     const features = createFeatureStore({
-      db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() },
+      db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() }, matchCounts,
       describe: (datasetId) => describeDatasetForOws(db, datasetId, ''),
       filterLimits: { maxBytes: config.dataApi.limits.expressionMaxBytes, maxDepth: config.dataApi.limits.expressionMaxDepth },
     });
@@ -123,7 +125,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
       catalog: pipelineCatalog(secrets),
       // A silent process loses its leases after 8 s, or three passes when passes are rarer.
       leases: where.url ? new PostgresLeases(where.url, ingestLog, Math.max(8, Math.ceil((config.pipelines.reconcileMs * 3) / 1000))) : new LocalLeases(),
-      writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }), OWS: createFeatureWriter({ postgis }) },
+      writers: { STA: createObservationWriter({ postgis, onChange: (change) => staChanges.announce(change) }), OWS: createFeatureWriter({ postgis, matchCounts }) },
       connectors: { MQTT: mqttConnector, HTTP: createHttpConnector({ maxDepth: config.dataApi.limits.jsonMaxDepth }), SQL: sqlConnector },
       metrics: metrics.pipelines,
       log: ingestLog,

@@ -21,8 +21,12 @@ export interface CatalogueEntry extends Omit<DatasetRecord, 'downloads' | 'exten
 }
 
 export interface CatalogueSource {
-  /** The latest change of any record the catalogue holds or held (null: nothing was ever released). */
-  lastModified(): Promise<Date | null>;
+  /**
+   * The latest change of any record the catalogue holds or held (null: nothing was ever released)
+   * and how many datasets it lists (changed after `modifiedSince`): two index reads, which tell
+   * whether a page rendered before still holds.
+   */
+  state(modifiedSince: Date | null): Promise<{ lastModified: Date | null; total: number }>;
   /** The released open datasets in a stable order (first release, then id), whose record changed after `modifiedSince`. */
   page(query: { offset: number; limit: number; modifiedSince: Date | null }): Promise<{ total: number; entries: CatalogueEntry[] }>;
   /** One dataset, when it is in the catalogue. */
@@ -31,6 +35,8 @@ export interface CatalogueSource {
 
 export interface CatalogueSettings extends Omit<CatalogueDescription, 'modified' | 'dataApiUrl'> {
   pageSize: number;
+  /** How old what the data spans may grow: a page rendered this long ago is rendered again. */
+  extentRefreshMs: number;
 }
 
 /** A document ready to send. */
@@ -56,6 +62,13 @@ export class CatalogueService {
   /** Rendered documents by the fingerprint of their inputs and format. */
   private readonly rendered = new LRUCache<string, string>({ max: 256, maxSize: 64 * 1024 * 1024, sizeCalculation: (body) => body.length || 1 });
 
+  /**
+   * Pages as last answered, by format, page and modified_since, with the state they were made in:
+   * while no record changed (the same latest change and count) and what the data spans is fresh
+   * enough, a page is answered as it was, without reading its datasets again.
+   */
+  private readonly pages = new LRUCache<string, { lastModified: number | null; total: number; builtAt: number; document: CatalogueDocument }>({ max: 1024 });
+
   constructor(private readonly deps: CatalogueServiceDeps) {
     const { settings } = deps;
     if (!VOCABULARIES.licence.has(settings.defaultLicense)) throw new Error(`CATALOGUE_DEFAULT_LICENSE ${settings.defaultLicense} is not a code of the EU licence table`);
@@ -68,21 +81,27 @@ export class CatalogueService {
 
   /** Page `page` (1-based) of the catalogue; past the end, the catalogue with no dataset. */
   async page(page: number, modifiedSince: Date | null, format: RdfFormat, log: CatalogueLog): Promise<CatalogueDocument> {
-    const { pageSize } = this.deps.settings;
-    const [lastModified, { total, entries }] = await Promise.all([
-      this.deps.source.lastModified(),
-      this.deps.source.page({ offset: (page - 1) * pageSize, limit: pageSize, modifiedSince }),
-    ]);
+    const { pageSize, extentRefreshMs } = this.deps.settings;
+    const state = await this.deps.source.state(modifiedSince);
+    const key = `${format} ${page} ${modifiedSince?.getTime() ?? ''}`;
+    const made = this.pages.get(key);
+    if (made && made.lastModified === (state.lastModified?.getTime() ?? null) && made.total === state.total && Date.now() - made.builtAt < extentRefreshMs) return made.document;
+    const builtAt = Date.now();
+    const { lastModified } = state;
+    const { total, entries } = await this.deps.source.page({ offset: (page - 1) * pageSize, limit: pageSize, modifiedSince });
     const records = await this.recordsOf(entries);
     const query = modifiedSince ? `&modified_since=${encodeURIComponent(modifiedSince.toISOString())}` : '';
     const pageUrl = (n: number) => `${catalogueIri(this.deps.dataApiUrl)}${SUFFIXES[format]}?page=${n}${query}`;
     // When the cache saw an extent change is not part of the document: left out of its fingerprint.
     const inputs = records.map(({ changedAt: _when, ...record }) => record);
-    return this.render(format, { kind: 'page', lastModified, page, pageSize, total, query, inputs }, (graph, documents) => {
+    const document = await this.render(format, { kind: 'page', lastModified, page, pageSize, total, query, inputs }, (graph, documents) => {
       const catalogue = documents.describeCatalogue(graph, this.description(lastModified));
       documents.describePaging(graph, { pageUrl, page, pageSize, totalItems: total });
       for (const record of records) this.describeSafely(documents, graph, log, record, catalogue);
     }, latest(lastModified, ...records.map((record) => record.changedAt)));
+    // Kept under the state read before the page: a change in between makes the next request read again.
+    this.pages.set(key, { lastModified: state.lastModified?.getTime() ?? null, total: state.total, builtAt, document });
+    return document;
   }
 
   /** A dataset's record alone (its dereferenceable IRI); undefined when it is not in the catalogue. */
@@ -99,7 +118,8 @@ export class CatalogueService {
   }
 
   private description(modified: Date | null): CatalogueDescription {
-    return { ...this.deps.settings, dataApiUrl: this.deps.dataApiUrl, modified };
+    const { pageSize: _size, extentRefreshMs: _refresh, ...described } = this.deps.settings;
+    return { ...described, dataApiUrl: this.deps.dataApiUrl, modified };
   }
 
   private async recordsOf(entries: readonly CatalogueEntry[]): Promise<Array<DatasetRecord & { changedAt: Date | null }>> {

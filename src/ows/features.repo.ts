@@ -40,8 +40,6 @@ export async function insertFeatures(trx: Database, schema: string, def: Collect
   return inserted.map((row) => Number(row.fid)).sort((a, b) => a - b);
 }
 
-export interface FeaturePage { matched: number; features: StoredFeature[] }
-
 /** What an items read selects: its conditions (already SQL), the page's place and size, and the CRS of the answer. */
 export interface FeatureSelection {
   conditions: ReadonlyArray<RawBuilder<unknown>>;
@@ -50,28 +48,29 @@ export interface FeatureSelection {
   output: { srid: number; latitudeFirst: boolean };
 }
 
+const whereAll = (conditions: ReadonlyArray<RawBuilder<unknown>>) => (conditions.length > 0 ? sql`where ${sql.join(conditions, sql` and `)}` : sql``);
+
 /**
- * A page of features in fid order and how many match. `after`/`before` place the page by fid (the
- * `next`/`prev` links: a feature added or deleted meanwhile moves no other across a page boundary),
- * `offset` by count.
+ * A page of features in fid order. `after`/`before` place the page by fid (the `next`/`prev`
+ * links: a feature added or deleted meanwhile moves no other across a page boundary), `offset` by count.
  */
-export async function readFeatures(db: Database, schema: string, def: CollectionDef, selection: FeatureSelection): Promise<FeaturePage> {
-  const table = sql.id(schema, def.name);
-  const matching = selection.conditions.length > 0 ? sql`where ${sql.join(selection.conditions, sql` and `)}` : sql``;
+export async function readFeatures(db: Database, schema: string, def: CollectionDef, selection: FeatureSelection): Promise<StoredFeature[]> {
   const { position } = selection;
   const keyset = 'after' in position ? [sql`fid > ${position.after}`] : 'before' in position ? [sql`fid < ${position.before}`] : [];
-  const all = [...selection.conditions, ...keyset];
-  const where = all.length > 0 ? sql`where ${sql.join(all, sql` and `)}` : sql``;
   const order = 'before' in position ? sql`fid desc` : sql`fid`;
   const offset = 'offset' in position ? position.offset : 0;
-  const [{ rows: counted }, { rows }] = await Promise.all([
-    sql<{ n: number }>`select count(*)::int as n from ${table} ${matching}`.execute(db),
-    sql<Record<string, unknown>>`
-      select ${featureColumns(def, outputGeometry(def, selection.output))} from ${table} ${where} order by ${order} limit ${selection.limit} offset ${offset}`.execute(db),
-  ]);
+  const { rows } = await sql<Record<string, unknown>>`
+    select ${featureColumns(def, outputGeometry(def, selection.output))} from ${sql.id(schema, def.name)} ${whereAll([...selection.conditions, ...keyset])}
+    order by ${order} limit ${selection.limit} offset ${offset}`.execute(db);
   const features = rows.map((row) => toFeature(row, def));
   if ('before' in position) features.reverse();
-  return { matched: counted[0]!.n, features };
+  return features;
+}
+
+/** How many features match the conditions. */
+export async function countFeatures(db: Database, schema: string, def: CollectionDef, conditions: ReadonlyArray<RawBuilder<unknown>>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.id(schema, def.name)} ${whereAll(conditions)}`.execute(db);
+  return rows[0]!.n;
 }
 
 /** The geometry column as the answer's CRS wants it: transformed, and with its axes swapped when latitude comes first. */

@@ -5,3 +5,4 @@ export { OwsServer, type OwsAnswer, type OwsRequest, type OwsRoute } from './ows
 export { isForm as isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from './ows-request.js';
 export { createFeatureWriter } from './pipeline-writes.js';
 export { owsDataExtent, type OwsDataExtent } from './data-extent.js';
+export { MatchCounts } from './ogc-api/match-counts.js';

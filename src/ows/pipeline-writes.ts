@@ -6,6 +6,7 @@ import { NAME_PATTERN, isObject } from './collection-definition.js';
 import { parseSingleFeature, type FeatureRow } from './geojson.js';
 import { advanceFidSequence, hasCatalogue, insertUnlessStored, lockCollections, upsertByFid, type PendingFeature } from './pipeline-writes.repo.js';
 import type { CollectionDef } from './types.js';
+import type { MatchCounts } from './ogc-api/match-counts.js';
 
 /**
  * The pipelines' writer for OWS named APIs: each mapped record `{collection, id?, geometry,
@@ -23,7 +24,7 @@ const LISTED_PROBLEMS = 5;
 
 const rejected = (field: string | null, reason: string): WriteOutcome => ({ outcome: 'rejected', reason, field });
 
-export function createFeatureWriter(deps: { postgis: boolean }): PayloadWriter {
+export function createFeatureWriter(deps: { postgis: boolean; matchCounts?: MatchCounts }): PayloadWriter {
   // Schemas known to have their catalogue: once made (RELEASE, or the store's first request) it stays
   // for the dataset's life, so this cache cannot go stale. Collections themselves are looked up per batch.
   const catalogued = new Set<string>();
@@ -32,8 +33,8 @@ export function createFeatureWriter(deps: { postgis: boolean }): PayloadWriter {
       const outcomes = deps.postgis
         ? await writeBatch(trx, schema, records, catalogued)
         : records.map(() => rejected(null, 'OWS named APIs need PostgreSQL with PostGIS'));
-      // Nothing to announce: WFS/WMS read the tables directly, and no cache here holds what was written.
-      return { outcomes, committed() {} };
+      // WFS/WMS read the tables directly; the items pages' counts are told once the batch committed.
+      return { outcomes, committed: () => deps.matchCounts?.changed(schema) };
     },
   };
 }

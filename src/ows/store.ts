@@ -12,6 +12,7 @@ import {
   apiDefinition, collectionPage, collectionsPage, conformancePage, itemPage, itemsPage, landing, queryablesPage, type FeaturesApiDeps,
 } from './ogc-api/features-api.js';
 import type { FilterLimits } from './ogc-api/items-where.js';
+import { MatchCounts } from './ogc-api/match-counts.js';
 import type { CollectionDef, FeatureRequest, FeatureResponse, FeatureStore } from './types.js';
 
 export interface FeatureStoreDeps {
@@ -27,6 +28,8 @@ export interface FeatureStoreDeps {
   describe?: FeaturesApiDeps['describe'];
   /** Bounds of a CQL2 filter (those of a SensorThings `$filter`). */
   filterLimits?: FilterLimits;
+  /** Items pages' numberMatched, shared with the pipelines' feature writer, which says when it wrote. */
+  matchCounts?: MatchCounts;
 }
 
 const GEOJSON = { 'content-type': 'application/geo+json' };
@@ -37,8 +40,9 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
   // Datasets released before this store existed (or before PostGIS was) have no catalogue yet:
   // each process makes sure once per schema, which is a no-op after the RELEASE step.
   const provisioned = new Set<string>();
+  const counts = deps.matchCounts ?? new MatchCounts(1000);
   const api: FeaturesApiDeps = {
-    db, crs: new CrsRegistry(db), limits: deps.filterLimits ?? { maxBytes: 8192, maxDepth: 64 }, describe: deps.describe ?? (async () => undefined),
+    db, crs: new CrsRegistry(db), counts, limits: deps.filterLimits ?? { maxBytes: 8192, maxDepth: 64 }, describe: deps.describe ?? (async () => undefined),
   };
   return {
     available: deps.postgis,
@@ -50,6 +54,8 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
         provisioned.add(request.schema);
       }
       const response = await route(db, api, request, deps.catalogueChange).catch((error: unknown) => { throw withOgcMembers(error); });
+      // A write (committed by now) changes what the schema's items pages count.
+      if (request.method !== 'GET' && request.method !== 'HEAD') counts.changed(request.schema);
       if (request.method !== 'HEAD') return response;
       const { body: _body, ...head } = response;
       return head;

@@ -356,3 +356,43 @@ describe('the catalogue\'s records follow the data (postgres, PostGIS)', { skip:
     assert.deepEqual(record.end, ['2024-03-01T12:00:00.000Z']);
   });
 });
+
+/**
+ * At the default settings a page is answered as last made while no record changed: every change
+ * the catalogue shows (a metadata patch, a release, an unrelease, a dataset closed) is seen by the
+ * next request all the same.
+ */
+describe('the catalogue answers a page again only while nothing changed (pglite)', () => {
+  let t: TestApp;
+  let gateway: FastifyInstance;
+  before(async () => {
+    t = await buildTestApp('pglite');
+    gateway = await t.dataApi();
+  });
+  after(() => t?.close());
+
+  const listed = async () => {
+    const response = await gateway.inject({ method: 'GET', url: '/v1/catalogue.ttl' });
+    assert.equal(response.statusCode, 200);
+    const quads = await parseRdf(response.body, 'turtle');
+    return { etag: response.headers.etag, datasets: objectsOf(quads, `${t.ctx.config.dataApi.baseUrl}/v1/catalogue`, `${DCAT}dataset`).map((node) => node.value.split('/').at(-1)), quads };
+  };
+  const patch = (id: string, payload: Json) => t.app.inject({ method: 'PATCH', url: `/v1/datasets/${id}/released/meta`, headers: bearer(t.adminToken), payload });
+
+  it('a metadata patch, a release, a dataset closed and an unrelease show at the next request', async () => {
+    const first = await publishDataset(t, { standard: 'STA', openDataAccess: true });
+    const before = await listed();
+    assert.deepEqual(before.datasets, [first.datasetId]);
+    assert.equal((await listed()).etag, before.etag, 'the same page again');
+    assert.equal((await patch(first.datasetId, { catalogue: { keywords: ['fresh'] } })).statusCode, 200);
+    const patched = await listed();
+    assert.notEqual(patched.etag, before.etag);
+    assert.deepEqual(objectsOf(patched.quads, `${t.ctx.config.dataApi.baseUrl}/v1/datasets/${first.datasetId}`, `${DCAT}keyword`).map((node) => node.value), ['fresh']);
+    const second = await publishDataset(t, { standard: 'STA', openDataAccess: true });
+    assert.deepEqual((await listed()).datasets, [first.datasetId, second.datasetId]);
+    assert.equal((await patch(second.datasetId, { openDataAccess: false })).statusCode, 200);
+    assert.deepEqual((await listed()).datasets, [first.datasetId]);
+    assert.equal((await t.app.inject({ method: 'POST', url: `/v1/datasets/${first.datasetId}/unrelease`, headers: bearer(t.adminToken) })).statusCode, 202);
+    assert.deepEqual((await listed()).datasets, []);
+  });
+});

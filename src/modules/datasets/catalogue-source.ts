@@ -1,12 +1,15 @@
 import type { Database } from '../../db/client.js';
 import { catalogueMetadataOf, type CatalogueEntry, type CatalogueSource } from '../../catalogue/index.js';
 import { storageSchemaOf } from './dataset-sagas.js';
-import { catalogueLastModified, findCataloguePage, findCatalogueRow, type CatalogueRow } from './datasets.repo.js';
+import { catalogueLastModified, countCatalogue, findCataloguePage, findCatalogueRow, type CatalogueRow } from './datasets.repo.js';
 
 /** The released open datasets as the open-data catalogue reads them (wired into the data API by app.ts). */
 export function datasetCatalogueSource(db: Database): CatalogueSource {
   return {
-    lastModified: () => catalogueLastModified(db),
+    state: async (modifiedSince) => {
+      const [lastModified, total] = await Promise.all([catalogueLastModified(db), countCatalogue(db, modifiedSince)]);
+      return { lastModified, total };
+    },
     page: async (query) => {
       const { total, rows } = await findCataloguePage(db, query);
       return { total, entries: rows.map(entryOf) };

@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import Negotiator from 'negotiator';
 import type { Database } from '../../db/client.js';
 import { collectionExtents, collectionStats, listCollections } from '../collections.repo.js';
-import { readFeature, readFeatures } from '../features.repo.js';
+import { countFeatures, readFeature, readFeatures } from '../features.repo.js';
+import type { MatchCounts } from './match-counts.js';
 import type { CollectionDef, FeatureRequest, FeatureResponse } from '../types.js';
 import type { CrsRegistry } from './crs.js';
 import { collectionMembers, conformance, itemsLinks, landingPage, OPENAPI_TYPE, queryables, type CollectionExtent } from './documents.js';
@@ -20,6 +21,8 @@ import { openApiDocument } from './openapi.js';
 export interface FeaturesApiDeps {
   db: Database;
   crs: CrsRegistry;
+  /** `numberMatched`, kept while no write changed the dataset's features (match-counts.ts). */
+  counts: MatchCounts;
   limits: FilterLimits;
   /** The dataset's name and description (the landing page's title), undefined when it is gone. */
   describe(datasetId: string): Promise<{ name: string; description: string | null } | undefined>;
@@ -117,11 +120,13 @@ export function queryablesPage(request: FeatureRequest, def: CollectionDef): Fea
 export async function itemsPage(deps: FeaturesApiDeps, request: FeatureRequest, def: CollectionDef): Promise<FeatureResponse> {
   const format = formatOf(request);
   const query = await parseItemsQuery(request.query, def, deps.crs);
-  const page = await readFeatures(deps.db, request.schema, def, {
-    conditions: itemsConditions(query, def, deps.limits), limit: query.limit, position: query.position,
-    output: { srid: query.crs.srid, latitudeFirst: query.crs.latitudeFirst },
-  });
-  const { features } = page;
+  const conditions = itemsConditions(query, def, deps.limits);
+  const [features, matched] = await Promise.all([
+    readFeatures(deps.db, request.schema, def, {
+      conditions, limit: query.limit, position: query.position, output: { srid: query.crs.srid, latitudeFirst: query.crs.latitudeFirst },
+    }),
+    deps.counts.count(request.schema, selectionKey(def, request.query), () => countFeatures(deps.db, request.schema, def, conditions)),
+  ]);
   const full = features.length === query.limit;
   // A page placed `before` a fid is followed by more; a page that ran short is the last.
   const next = 'before' in query.position ? features.at(-1)?.id ?? null : full ? features.at(-1)!.id : null;
@@ -130,13 +135,19 @@ export async function itemsPage(deps: FeaturesApiDeps, request: FeatureRequest, 
     : 'offset' in query.position && query.position.offset > 0 ? first : 'before' in query.position && full ? first : null;
   const itemsUrl = `${request.baseUrl}/collections/${def.name}/items`;
   const body = {
-    type: 'FeatureCollection', numberMatched: page.matched, numberReturned: features.length, timeStamp: new Date().toISOString(),
+    type: 'FeatureCollection', numberMatched: matched, numberReturned: features.length, timeStamp: new Date().toISOString(),
     links: itemsLinks(itemsUrl, new URLSearchParams(request.query), { next, prev }, format),
     features,
   };
   const headers = { 'content-crs': `<${query.crs.uri}>` };
   if (format === 'html') return { status: 200, headers: { ...headers, 'content-type': HTML }, body: itemsHtml(def.title ?? def.name, Object.keys(def.properties), body) };
   return { status: 200, headers: { ...headers, 'content-type': GEOJSON }, body };
+}
+
+/** What selects an items page, less where the page is and how it is written: the key of its count. */
+function selectionKey(def: CollectionDef, query: string): string {
+  const params = [...new URLSearchParams(query)].filter(([name]) => !['limit', 'after', 'before', 'offset', 'f', 'crs'].includes(name));
+  return `${def.name}?${new URLSearchParams(params.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))).toString()}`;
 }
 
 export async function itemPage(deps: FeaturesApiDeps, request: FeatureRequest, def: CollectionDef, fid: number, missing: () => Error): Promise<FeatureResponse> {
