@@ -18,7 +18,7 @@ import { payloadReleaseSteps } from './data-api/release-steps.js';
 import { StaChangeFeed } from './data-api/mqtt/change-feed.js';
 import type { BrokerStore } from './data-api/gateway-context.js';
 import { enablePostgis } from './db/postgis.js';
-import { createFeatureStore, createFeatureWriter, MatchCounts, OwsServer } from './ows/index.js';
+import { createFeatureStore, createFeatureWriter, GeoPackageMaker, MatchCounts, OwsServer } from './ows/index.js';
 import { CatalogueService, ExtentCache, readDatasetData } from './catalogue/index.js';
 import { announceRouteChange } from './data-api/route-table.js';
 import { stylesOfDataset } from './modules/styles/index.js';
@@ -38,6 +38,8 @@ import type { DatasetSagaSteps } from './modules/datasets/index.js';
 export class DatabaseUnreachableError extends StartRefusedError {}
 
 const SILENT: ConnectionLog = { warn: () => {} };
+/** How long a GeoPackage download waits for its turn among DOWNLOAD_GPKG_CONCURRENCY before it answers 503. */
+const GEOPACKAGE_QUEUE_TIMEOUT_MS = 60_000;
 
 /** The start-up log (pino's child logger in the server); tests pass nothing. */
 type RuntimeLog = ConnectionLog & { info?(details: object, message: string): void; error?(details: object, message: string): void };
@@ -107,12 +109,17 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
         (datasetId, error) => log.warn({ err: error, datasetId }, 'catalogue: could not read what a dataset\'s data spans')),
       dataApiUrl: config.dataApi.baseUrl,
       settings: config.catalogue,
+      staUpstream: config.staUpstream.url !== null,
     });
     // Items pages' numberMatched, told of this process's feature writes by the store and the pipelines.
     const matchCounts = new MatchCounts(1000);
     const features = createFeatureStore({
       db, postgis, catalogueChange: { announce: announceRouteChange, committed: () => ows.invalidate() }, matchCounts,
       describe: (datasetId) => describeDatasetForOws(db, datasetId, ''),
+      geopackages: where.url ? new GeoPackageMaker({
+        databaseUrl: where.url, concurrency: config.downloads.gpkgConcurrency, timeoutMs: config.downloads.gpkgTimeoutMs,
+        queueTimeoutMs: GEOPACKAGE_QUEUE_TIMEOUT_MS, tempDir: config.downloads.tempDir,
+      }) : null,
       filterLimits: { maxBytes: config.dataApi.limits.expressionMaxBytes, maxDepth: config.dataApi.limits.expressionMaxDepth },
     });
     // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Graph } from './graph.js';
 import type { CatalogueDescription, DatasetRecord } from './records.js';
-import { catalogueIri, SUFFIXES, type RdfFormat } from './paths.js';
+import { catalogueIri, datasetIri, SUFFIXES, type RdfFormat } from './paths.js';
+import { downloadsOf } from './downloads.js';
 import { ExtentCache } from './extent-cache.js';
 import { VOCABULARIES } from './vocabularies.js';
 
@@ -47,6 +48,8 @@ export interface CatalogueServiceDeps {
   extents: ExtentCache;
   dataApiUrl: string;
   settings: CatalogueSettings;
+  /** STA_UPSTREAM_URL is set: an upstream server answers every SensorThings API. */
+  staUpstream?: boolean;
 }
 
 /** Where a record left out is reported: the request's log. */
@@ -124,9 +127,12 @@ export class CatalogueService {
 
   private async recordsOf(entries: readonly CatalogueEntry[]): Promise<Array<DatasetRecord & { changedAt: Date | null }>> {
     return Promise.all(entries.map(async (entry) => {
-      const { extent, changedAt } = await this.deps.extents.of(entry);
+      const { extent, changedAt, collectionsBySlug } = await this.deps.extents.of(entry);
       const { storageSchema: _where, ...described } = entry;
-      return { ...described, downloads: [], extent, changedAt };
+      // With STA_UPSTREAM_URL set, an upstream server answers every SensorThings API.
+      const apis = this.deps.staUpstream ? entry.apis.map((api) => (api.standard === 'STA' ? { ...api, upstream: true } : api)) : entry.apis;
+      const downloads = downloadsOf(datasetIri(this.deps.dataApiUrl, entry.id), apis, collectionsBySlug);
+      return { ...described, apis, downloads, extent, changedAt };
     }));
   }
 

@@ -33,7 +33,8 @@ export interface CatalogueDescription {
 }
 
 /** A named API of a released dataset. */
-export interface RecordApi { slug: string; standard: 'OWS' | 'STA'; name: string; description: string | null }
+/** `upstream`: an upstream server answers it (upstream mode), so the platform holds none of its data. */
+export interface RecordApi { slug: string; standard: 'OWS' | 'STA'; name: string; description: string | null; upstream?: boolean }
 
 /** A bulk download of a named API. */
 export interface RecordDownload { url: string; title: string; mediaType: string; format: string }

@@ -28,7 +28,8 @@ export function installCacheHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const policy = decided.get(request);
     if (!policy) return payload;
-    const ok = reply.statusCode >= 200 && reply.statusCode < 300;
+    // A 304 stands for the 200 the client holds: the same policy.
+    const ok = (reply.statusCode >= 200 && reply.statusCode < 300) || reply.statusCode === 304;
     if (policy !== PUBLIC_CACHE || !ok) {
       reply.header('cache-control', PRIVATE_CACHE);
       return payload;

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { AppError } from '../errors.js';
 import { UUID_PATTERN } from '../http/page.js';
+import { setValidators } from '../http/validators.js';
 import { MEDIA_TYPES, SUFFIXES, type CatalogueDocument, type CatalogueService, type RdfFormat } from '../catalogue/index.js';
 
 /**
@@ -90,23 +91,10 @@ function instantOf(value: unknown): Date | null {
   return instant;
 }
 
-/**
- * The document with its validators; 304 when the client holds it already (the ETag wins over the
- * date). HTTP dates have whole seconds: a change in the same second as the one a client was told
- * about would go unseen by If-Modified-Since. So Last-Modified is the second after the change, and
- * is sent only once that second has passed (until then, the ETag alone validates).
- */
+/** The document with its validators; 304 when the client holds it already. */
 function send(request: FastifyRequest, reply: FastifyReply, format: RdfFormat, document: CatalogueDocument) {
-  reply.header('etag', document.etag).header('cache-control', 'public, max-age=60').header('vary', 'Accept');
-  const lastModified = document.lastModified ? (Math.floor(document.lastModified.getTime() / 1000) + 1) * 1000 : null;
-  const settled = lastModified !== null && Date.now() >= lastModified;
-  if (settled) reply.header('last-modified', new Date(lastModified).toUTCString());
-  const ifNoneMatch = request.headers['if-none-match'];
-  const ifModifiedSince = request.headers['if-modified-since'];
-  const unchanged = ifNoneMatch !== undefined
-    ? ifNoneMatch.split(',').some((tag) => [document.etag, `W/${document.etag}`, '*'].includes(tag.trim()))
-    : ifModifiedSince !== undefined && settled && lastModified <= Date.parse(ifModifiedSince);
-  if (unchanged) return reply.code(304).send();
+  reply.header('cache-control', 'public, max-age=60').header('vary', 'Accept');
+  if (setValidators(request, reply, { etag: document.etag, changedAt: document.lastModified }).unchanged) return reply.code(304).send();
   reply.type(`${MEDIA_TYPES[format]}; charset=utf-8`);
   return reply.send(request.method === 'HEAD' ? undefined : document.body);
 }

@@ -12,14 +12,15 @@ import { decidePayloadAccess, type PayloadDecision, type PayloadOperation } from
 import { decideCaching, installCacheHeaders } from './cache-headers.js';
 import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-request.js';
 import type { PayloadRoute } from './route-table.js';
-import { isMultipartMixed, multipartAnswer, multipartElsewhere } from '../sta/index.js';
+import { isMultipartMixed, isStaDownloadPath, multipartAnswer, multipartElsewhere } from '../sta/index.js';
 import { multipartBatchOf } from './multipart-batch.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
 import type { FeatureStore } from '../ows/types.js';
 import { unavailable as featureStoreUnavailable } from '../ows/store.js';
-import { isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from '../ows/index.js';
+import { isFeatureDownloadPath, isOwsForm, owsOperationOf, planOwsRequest, type OwsPlan } from '../ows/index.js';
+import { fileStemOf, sendDownload } from './downloads.js';
 import { isCataloguePath, registerCatalogueRoutes } from './catalogue-routes.js';
 
 /** Payload bodies (observations in bulk, features) may be far larger than management bodies. */
@@ -120,6 +121,11 @@ async function servePayload(request: FastifyRequest, reply: FastifyReply, routes
   decideCaching(request, route, operation);
   if (route.standard === 'OWS') return serveOws(request, reply, ctx, route, address!, rights, owsPlan?.plan);
   const upstreamUrl = route.upstreamUrl ?? ctx.config.staUpstream.url;
+  if (isStaDownloadPath(address!.rest)) {
+    if (upstreamUrl) throw new AppError('NOT_FOUND', 'Bulk downloads are served for the SensorThings APIs this platform stores, not for those an upstream server answers');
+    assertDownloadMethod(request);
+    return sendDownload(request, reply, ctx.db, route.storageSchema, async () => ctx.sta.download(route.storageSchema, address!.rest, fileStemOf(route)));
+  }
   if (upstreamUrl) {
     const publicBase = publicBaseOf(ctx.config.dataApi.baseUrl, route);
     return forwardToUpstream(request, reply, {
@@ -154,6 +160,11 @@ async function serveOws(
   request: FastifyRequest, reply: FastifyReply, ctx: GatewayContext, route: PayloadRoute, address: PayloadAddress, rights: { read: boolean; write: boolean }, plan: OwsPlan | undefined,
 ) {
   if (!ctx.features.available) throw featureStoreUnavailable();
+  if (isFeatureDownloadPath(address.rest)) {
+    assertDownloadMethod(request);
+    const download = { schema: route.storageSchema, path: address.rest, fileStem: fileStemOf(route) };
+    return sendDownload(request, reply, ctx.db, route.storageSchema, (version) => ctx.features.download({ ...download, version }));
+  }
   if (isFeaturesApiPath(address, request.method)) return forwardToFeatureStore(request, reply, ctx.features, ctx.config.dataApi.baseUrl, route, address, rights);
   if (address.rest !== '') throw new AppError('NOT_FOUND', 'OGC requests go to the API\'s base itself: {base}?SERVICE=WFS&REQUEST=GetCapabilities');
   if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw new AppError('MALFORMED_REQUEST', 'OGC requests are GETs, or POSTs of an XML document or a form', { status: 405 });
@@ -181,9 +192,14 @@ async function serveOws(
 function isFeaturesApiPath(address: PayloadAddress | null, method: string): boolean {
   if (address === null) return false;
   const { rest } = address;
-  if (rest === '/collections' || rest.startsWith('/collections/') || rest === '/conformance' || rest === '/api') return true;
+  if (rest === '/collections' || rest.startsWith('/collections/') || rest === '/conformance' || rest === '/api' || isFeatureDownloadPath(rest)) return true;
   if (rest !== '' || !(method === 'GET' || method === 'HEAD')) return false;
   return ![...new URLSearchParams(address.query).keys()].some((name) => /^(service|request)$/i.test(name));
+}
+
+/** Downloads are read: GET and HEAD. */
+function assertDownloadMethod(request: FastifyRequest): void {
+  if (request.method !== 'GET' && request.method !== 'HEAD') throw new AppError('MALFORMED_REQUEST', 'A download takes GET or HEAD', { status: 405 });
 }
 
 const owsRouteOf = (ctx: GatewayContext, route: PayloadRoute) => ({

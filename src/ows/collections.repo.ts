@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
+import { watchPayloadTable } from '../db/data-versions.js';
 import type { AttributeType, CollectionDef, GeometryType } from './types.js';
 
 /**
@@ -26,6 +27,8 @@ export async function provisionCatalogue(db: Database, schema: string): Promise<
       properties jsonb not null default '{}',
       created_at timestamptz not null default now()
     )`.execute(db);
+  // A collection created or dropped moves the schema's data version (the downloads' validators), as its features' writes do.
+  await watchPayloadTable(db, schema, CATALOGUE);
 }
 
 interface CatalogueRow { name: string; title: string | null; geometry_type: string; srid: number; properties: Record<string, AttributeType> }
@@ -73,6 +76,7 @@ export async function createCollectionTable(trx: Database, schema: string, def: 
     )`.execute(trx);
   // Unnamed: PostgreSQL picks a free name, which a 63-character collection name would not leave room for.
   await sql`create index on ${sql.id(schema, def.name)} using gist (geom)`.execute(trx);
+  await watchPayloadTable(trx, schema, def.name);
 }
 
 /** Unregisters the collection and drops its table; false when there was none. */

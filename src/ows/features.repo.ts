@@ -116,3 +116,24 @@ function toFeature(row: Record<string, unknown>, def: CollectionDef): StoredFeat
   }
   return { type: 'Feature', id: Number(row['fid']), geometry: row['geom'], properties };
 }
+
+/** A feature of a download: its geometry in WGS 84 longitude/latitude, as GeoJSON text or WKT. */
+export interface DownloadedFeature { fid: number; geometry: string; properties: Record<string, AttributeValue> }
+
+/**
+ * The next `limit` features after fid `after`, in fid order: a download reads the collection in such
+ * batches, each a short statement on the primary key's index.
+ */
+export async function readFeatureBatch(
+  db: Database, schema: string, def: CollectionDef, after: number, limit: number, encoding: 'geojson' | 'wkt',
+): Promise<DownloadedFeature[]> {
+  const lonLat = def.srid === 4326 ? sql`geom` : sql`st_transform(geom, 4326)`;
+  const geometry = encoding === 'wkt' ? sql`st_astext(${lonLat}) as geom` : sql`st_asgeojson(${lonLat}) as geom`;
+  const { rows } = await sql<Record<string, unknown>>`
+    select ${sql.join([sql`fid`, geometry, ...Object.keys(def.properties).map((name) => sql.id(name))])}
+    from ${sql.id(schema, def.name)} where fid > ${after} order by fid limit ${limit}`.execute(db);
+  return rows.map((row) => {
+    const { id, properties } = toFeature(row, def);
+    return { fid: id, geometry: row['geom'] as string, properties };
+  });
+}

@@ -5,6 +5,8 @@ import { NAME_PATTERN, parseCollectionDef } from './collection-definition.js';
 import {
   collectionStats, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, provisionCatalogue,
 } from './collections.repo.js';
+import { featureDownload } from './downloads.js';
+import type { GeoPackageMaker } from './geopackage.js';
 import { deleteFeature, insertFeatures, readFeature, replaceFeature } from './features.repo.js';
 import { parseFeatureBatch, parseSingleFeature } from './geojson.js';
 import { CrsRegistry } from './ogc-api/crs.js';
@@ -30,6 +32,8 @@ export interface FeatureStoreDeps {
   filterLimits?: FilterLimits;
   /** Items pages' numberMatched, shared with the pipelines' feature writer, which says when it wrote. */
   matchCounts?: MatchCounts;
+  /** Makes the GeoPackage downloads (null: not on this database). */
+  geopackages?: GeoPackageMaker | null;
 }
 
 const GEOJSON = { 'content-type': 'application/geo+json' };
@@ -47,6 +51,10 @@ export function createFeatureStore(deps: FeatureStoreDeps): FeatureStore {
   return {
     available: deps.postgis,
     provision: (trx, schema) => provisionCatalogue(trx, schema),
+    async download(request) {
+      if (!deps.postgis) throw unavailable();
+      return featureDownload(db, deps.geopackages ?? null, request);
+    },
     async handle(request) {
       if (!deps.postgis) throw unavailable();
       if (!provisioned.has(request.schema)) {

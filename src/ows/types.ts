@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import type { Download } from '../util/download.js';
 
 /**
  * One request to a dataset's feature collections (`{base}/collections[/…]`), as the gateway hands
@@ -35,6 +36,17 @@ export interface FeatureResponse {
   body?: unknown;
 }
 
+/** A bulk download of an OWS API, as the gateway asks for it. */
+export interface FeatureDownloadRequest {
+  schema: string;
+  /** `/download.gpkg` or `/collections/{name}/download.{geojson|csv}`. */
+  path: string;
+  /** The start of the file's name (the dataset's and the API's). */
+  fileStem: string;
+  /** The schema's data version (files made once per version are shared). */
+  version: number;
+}
+
 /** What the gateway and the RELEASE saga need of the feature store; `runtime.ts` wires the real one. */
 export interface FeatureStore {
   /** Whether the store can serve at all (PostGIS present); without it every OWS request answers 503. */
@@ -42,6 +54,8 @@ export interface FeatureStore {
   handle(request: FeatureRequest): Promise<FeatureResponse>;
   /** Creates the collection catalogue in a dataset's schema; idempotent (a RELEASE saga step). */
   provision(trx: Database, schema: string): Promise<void>;
+  /** A bulk download (`isFeatureDownloadPath`); authorized already, NOT_FOUND for a collection that does not exist. */
+  download(request: FeatureDownloadRequest): Promise<Download>;
 }
 
 export const GEOMETRY_TYPES = ['Point', 'LineString', 'Polygon', 'MultiPoint', 'MultiLineString', 'MultiPolygon'] as const;

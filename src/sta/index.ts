@@ -12,3 +12,5 @@ export { isMultipartMixed, multipartAnswer, multipartElsewhere, parseMultipartBa
 export { createObservationWriter, type ObservationWriterDeps } from './pipeline-writes.js';
 // What the open-data catalogue says of an STA API's data (its box and its phenomenon times).
 export { staDataExtent, type StaDataExtent } from './data-extent.js';
+// Its bulk downloads' paths (the gateway serves them with validators and streams them).
+export { isStaDownloadPath } from './downloads.js';

@@ -4,6 +4,7 @@ import type { QueryOptions, ResourcePath } from './query/ast.js';
 import { parseResourcePath } from './query/parse-path.js';
 import { parseQueryOptions } from './query/parse-options.js';
 import { provisionStorage } from './storage.js';
+import { staDownload } from './downloads.js';
 import { resolveTarget } from './target.js';
 import { getTarget, serviceRoot } from './get.js';
 import { createAt, deleteAt, updateAt, type WriteDeps } from './write.js';
@@ -102,5 +103,6 @@ export function createStaServer(deps: StaServerDeps): StaServer {
       return head;
     },
     provision: (trx, schema) => provisionStorage(trx, schema),
+    download: (schema, path, fileStem) => staDownload(deps.db, schema, path, fileStem),
   };
 }

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../db/client.js';
+import { watchPayloadTable } from '../db/data-versions.js';
 import { provisionDerived } from './derived.js';
 import { ENTITIES, MULTI_DATASTREAM_PROPERTIES, type EntityDef, type PropertyDef } from './model.js';
 
@@ -111,6 +112,10 @@ export async function provisionStorage(trx: Database, schema: string): Promise<v
   await index('multi_datastream_observed_properties_rank', MULTI_DATASTREAM_PROPERTIES, sql`multi_datastream_id, rank`);
   // Last: the backfill of an upgraded schema and the triggers' recomputes use the indexes above.
   await provisionDerived(trx, schema);
+  // Every write moves the schema's data version (the downloads' ETag and Last-Modified).
+  for (const name of [...ORDER.map((set) => ENTITIES[set].table), 'thing_locations', 'historical_location_locations', MULTI_DATASTREAM_PROPERTIES]) {
+    await watchPayloadTable(trx, schema, name);
+  }
 }
 
 /**

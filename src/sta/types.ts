@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import type { Download } from '../util/download.js';
 
 /**
  * One request to a dataset's SensorThings service, as the gateway hands it over: authorized
@@ -45,4 +46,9 @@ export interface StaServer {
   handle(request: StaRequest): Promise<StaResponse>;
   /** Creates the entity tables in a dataset's schema; idempotent (a RELEASE saga step). */
   provision(trx: Database, schema: string): Promise<void>;
+  /**
+   * A bulk download (`/download/observations.csv`, `/download/things.geojson`) of the API in
+   * `schema`, its file named from `fileStem`; NOT_FOUND for any other path. Authorized already.
+   */
+  download(schema: string, path: string, fileStem: string): Download;
 }

@@ -315,13 +315,22 @@ describe('the catalogue\'s records follow the data (postgres, PostGIS)', { skip:
       bbox: objectsOf(quads, `${iri}#spatial`, `${DCAT}bbox`).map((node) => node.value),
       start: objectsOf(quads, `${iri}#temporal`, `${DCAT}startDate`).map((node) => node.value),
       end: objectsOf(quads, `${iri}#temporal`, `${DCAT}endDate`).map((node) => node.value),
+      downloads: quads.filter((quad) => quad.predicate.value === `${DCAT}downloadURL`).map((quad) => quad.object.value).sort(),
     };
+  };
+  /** Each download distribution's URL answers the file (anonymously: the datasets are open data). */
+  const assertDownloadsAnswer = async (urls: string[]) => {
+    for (const url of urls) {
+      const response = await gateway.inject({ method: 'HEAD', url: url.slice(t.ctx.config.dataApi.baseUrl.length) });
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+      assert.match(String(response.headers['content-disposition']), /^attachment; filename=/);
+    }
   };
 
   it('an OWS API: the box of its features and the span of their date-time properties, moving as features are added', async () => {
     const dataset = await publishDataset(t, { standard: 'OWS', slug: 'sites', openDataAccess: true });
     const empty = await recordOf(dataset.datasetId);
-    assert.deepEqual([empty.bbox, empty.start, empty.end], [[], [], []], 'no data, no extent');
+    assert.deepEqual([empty.bbox, empty.start, empty.end, empty.downloads], [[], [], [], []], 'no data, no extent, no collection to download');
     assert.equal((await dataset.request('POST', '/collections', { name: 'sites', geometryType: 'Point', properties: { seen: 'date-time' } })).statusCode, 201);
     const site = (x: number, y: number, seen: string | null) => ({ type: 'Feature', geometry: { type: 'Point', coordinates: [x, y] }, properties: { seen } });
     const added = await dataset.request('POST', '/collections/sites/items', { type: 'FeatureCollection', features: [site(8.6, 50.1, '2024-05-01T10:00:00Z'), site(8.7, 50.2, '2024-06-01T00:00:00+02:00'), site(8.65, 50.15, null)] });
@@ -330,6 +339,8 @@ describe('the catalogue\'s records follow the data (postgres, PostGIS)', { skip:
     assert.deepEqual(record.bbox, ['POLYGON((8.6 50.1, 8.7 50.1, 8.7 50.2, 8.6 50.2, 8.6 50.1))']);
     assert.deepEqual(record.start, ['2024-05-01T10:00:00.000Z']);
     assert.deepEqual(record.end, ['2024-05-31T22:00:00.000Z']);
+    assert.deepEqual(record.downloads, ['/collections/sites/download.csv', '/collections/sites/download.geojson', '/download.gpkg'].map((path) => `${dataset.publicBase}${path}`));
+    await assertDownloadsAnswer(record.downloads);
     assert.equal((await dataset.request('POST', '/collections/sites/items', site(9.5, 51.5, null))).statusCode, 201);
     const grown = await recordOf(dataset.datasetId);
     assert.deepEqual(grown.bbox, ['POLYGON((8.6 50.1, 9.5 50.1, 9.5 51.5, 8.6 51.5, 8.6 50.1))']);
@@ -354,6 +365,8 @@ describe('the catalogue\'s records follow the data (postgres, PostGIS)', { skip:
     assert.deepEqual(record.bbox, ['POLYGON((13.4 52.5, 13.4 52.5, 13.4 52.5, 13.4 52.5, 13.4 52.5))']);
     assert.deepEqual(record.start, ['2024-01-01T00:00:00.000Z']);
     assert.deepEqual(record.end, ['2024-03-01T12:00:00.000Z']);
+    assert.deepEqual(record.downloads, [`${dataset.publicBase}/download/observations.csv`, `${dataset.publicBase}/download/things.geojson`]);
+    await assertDownloadsAnswer(record.downloads);
   });
 });
 

@@ -211,6 +211,7 @@ describe('the README\'s first steps, run as written', { skip: missing(requireCur
       // Publishing open data: the catalogue metadata merged, and the dataset in the catalogue.
       '{"license":"CC_BY_4_0","keywords":[],"themes":["TRAN"],"contactEmail":null,"accrualPeriodicity":null,"hvdCategories":["c_b79e35eb"],"landingPage":null}',
       '1',
+      '{"id":1,"name":"Counter Main Street"}', // its Things downloaded as GeoJSON
     ], context);
 
     // And as the comments say: anyone reads it now, writes still need a token.

@@ -19,6 +19,7 @@ import * as staMultiDatastreams from './0019_sta_multi_datastreams.js';
 import * as staStoredStreamProperties from './0020_sta_stored_stream_properties.js';
 import * as routeVersionAtCommit from './0021_route_version_at_commit.js';
 import * as datasetCatalogue from './0022_dataset_catalogue.js';
+import * as payloadDataVersions from './0023_payload_data_versions.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0020_sta_stored_stream_properties': staStoredStreamProperties,
   '0021_route_version_at_commit': routeVersionAtCommit,
   '0022_dataset_catalogue': datasetCatalogue,
+  '0023_payload_data_versions': payloadDataVersions,
 };

@@ -183,11 +183,11 @@ const inCatalogue = sql<boolean>`d.status = 'AVAILABLE' and d.pending_saga_type 
 
 export interface CatalogueRow {
   id: string; name: string; description: string; catalogue: unknown; first_released_at: Date | null; record_modified_at: Date;
-  apis: Array<{ slug: string; standard: 'OWS' | 'STA'; name: string; description: string | null }>;
+  apis: Array<{ slug: string; standard: 'OWS' | 'STA'; name: string; description: string | null; upstream: boolean }>;
 }
 
 const catalogueColumns = sql`d.id, d.name, d.description, d.catalogue, d.first_released_at, d.record_modified_at,
-  coalesce((select json_agg(json_build_object('slug', n.slug, 'standard', n.standard, 'name', n.name, 'description', n.description) order by n.position)
+  coalesce((select json_agg(json_build_object('slug', n.slug, 'standard', n.standard, 'name', n.name, 'description', n.description, 'upstream', n.upstream_url is not null) order by n.position)
               from dataset_named_apis n where n.dataset_id = d.id), '[]'::json) as apis`;
 
 /** A page of the catalogue's datasets in the order of their first release (a new release comes last), and how many there are. */

@@ -13,6 +13,14 @@ export function openApiDocument(base: string, title: string, description: string
   const f = { name: 'f', in: 'query', required: false, schema: { type: 'string', enum: ['json', 'html'] } };
   const crsParam = (name: string, description: string) => ({ name, in: 'query', required: false, description, schema: { type: 'string', format: 'uri' } });
   const read = (summary: string, parameters: object[], ok: object) => ({ get: { summary, parameters: [...parameters, f], responses: { 200: ok, 400: problem, 404: problem } } });
+  const download = (summary: string, parameters: object[], mediaType: string) => ({
+    get: {
+      summary,
+      description: 'A bulk download: streamed as an attachment, with an ETag and Last-Modified from the data\'s last change (If-None-Match and If-Modified-Since answer 304).',
+      parameters,
+      responses: { 200: { description: 'the file', content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } } }, 304: { description: 'unchanged since the client\'s copy' }, 404: problem },
+    },
+  });
   return {
     openapi: '3.0.3',
     info: { title, description: description ?? title, version: '1.0.0' },
@@ -38,6 +46,9 @@ export function openApiDocument(base: string, title: string, description: string
         { name: 'before', in: 'query', required: false, description: 'the features before this id (the prev link)', schema: { type: 'integer' } },
       ], geojson('a FeatureCollection with numberMatched, numberReturned, timeStamp and links')),
       '/collections/{collectionId}/items/{featureId}': read('one feature', [collectionId, { name: 'featureId', in: 'path', required: true, schema: { type: 'integer' } }, crsParam('crs', 'the CRS of the answer')], geojson('a Feature')),
+      '/collections/{collectionId}/download.geojson': download('every feature of the collection as one GeoJSON file (WGS 84 longitude/latitude)', [collectionId], 'application/geo+json'),
+      '/collections/{collectionId}/download.csv': download('every feature of the collection as CSV: fid, the attributes, the geometry as WKT (WGS 84 longitude/latitude) in the column WKT', [collectionId], 'text/csv'),
+      '/download.gpkg': download('every collection as a layer of one GeoPackage, in its storage CRS', [], 'application/geopackage+sqlite3'),
     },
     components: {
       schemas: {

@@ -1,0 +1,128 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Database } from '../db/client.js';
+import { AppError } from '../errors.js';
+import { CSV_LINE_END, csvField, type Download } from '../util/download.js';
+
+/**
+ * The bulk downloads of a SensorThings API: every Observation as CSV and every Thing at its latest
+ * Location as GeoJSON. Both are read in keyset batches, each a short statement of its own, so a
+ * download of any size holds one batch in memory and no connection while the client reads.
+ *
+ * The Observations of MultiDatastreams are not in the CSV: its columns name one Datastream and one
+ * result per row, which an Observation of several results does not fit.
+ */
+
+/** The paths below the API's base. */
+export const STA_DOWNLOADS = { '/download/observations.csv': 'observations', '/download/things.geojson': 'things' } as const;
+
+export const isStaDownloadPath = (path: string) => Object.hasOwn(STA_DOWNLOADS, path);
+
+const OBSERVATION_BATCH = 10_000;
+const DATASTREAM_BATCH = 1_000;
+const THING_BATCH = 1_000;
+
+const OBSERVATION_COLUMNS = ['datastream_id', 'datastream_name', 'phenomenon_time', 'result_time', 'result', 'feature_of_interest_id'];
+
+/** `fileStem`: the start of the file's name (the dataset's and the API's). Throws NOT_FOUND for any other path. */
+export function staDownload(db: Database, schema: string, path: string, fileStem: string): Download {
+  const kind = Object.hasOwn(STA_DOWNLOADS, path) ? STA_DOWNLOADS[path as keyof typeof STA_DOWNLOADS] : undefined;
+  if (kind === 'observations') {
+    return { fileName: `${fileStem}-observations.csv`, mediaType: 'text/csv; charset=utf-8', body: { kind: 'chunks', chunks: () => observationsCsv(db, schema) } };
+  }
+  if (kind === 'things') {
+    return { fileName: `${fileStem}-things.geojson`, mediaType: 'application/geo+json', body: { kind: 'chunks', chunks: () => thingsGeoJson(db, schema) } };
+  }
+  throw new AppError('NOT_FOUND', `Nothing at ${path.slice(0, 120)}: the downloads are ${Object.keys(STA_DOWNLOADS).join(' and ')}`);
+}
+
+/** An instant as the API writes it (ISO 8601 in UTC, milliseconds), whatever the session's time zone. */
+const isoInstant = (column: string) => sql`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** A CSV field built in SQL: quoted when it holds a comma, a quote or a line break. */
+const csvText = (text: RawBuilder<unknown>) =>
+  sql`(case when ${text} ~ '[",\r\n]' then '"' || replace(${text}, '"', '""') || '"' else ${text} end)`;
+
+/**
+ * Ordered by Datastream, then phenomenon time (then id): each Datastream's Observations come from its
+ * (datastream, time) index read backwards, one batch after the other from the last row sent.
+ */
+async function* observationsCsv(db: Database, schema: string): AsyncGenerator<string> {
+  yield OBSERVATION_COLUMNS.join(',') + CSV_LINE_END;
+  const observations = sql.id(schema, 'observations');
+  // A string result is written as its text, any other JSON as its JSON text (a number as it is).
+  const result = sql`(case jsonb_typeof(o.result) when 'string' then ${csvText(sql`(o.result #>> '{}')`)}
+    when 'null' then '' when 'object' then ${csvText(sql`o.result::text`)} when 'array' then ${csvText(sql`o.result::text`)} else o.result::text end)`;
+  const line = sql`${isoInstant('o.phenomenon_time_start')}
+    || case when o.phenomenon_time_end <> o.phenomenon_time_start then '/' || ${isoInstant('o.phenomenon_time_end')} else '' end
+    || ',' || coalesce(${isoInstant('o.result_time')}, '') || ',' || ${result} || ',' || o.feature_of_interest_id`;
+  for await (const datastream of datastreams(db, schema)) {
+    const prefix = `${datastream.id},${csvField(datastream.name ?? '')},`;
+    let after: { time: string; id: number } | null = null;
+    for (;;) {
+      const keyset: RawBuilder<unknown> = after ? sql`and (o.phenomenon_time_start, o.id) > (${after.time}::timestamptz, ${after.id})` : sql``;
+      const { rows }: { rows: Array<{ id: number; time: string; line: string }> } = await sql<{ id: number; time: string; line: string }>`
+        select o.id, o.phenomenon_time_start::text as time, ${line} as line
+        from ${observations} o where o.datastream_id = ${datastream.id} ${keyset}
+        order by o.phenomenon_time_start, o.id limit ${OBSERVATION_BATCH}`.execute(db);
+      if (rows.length === 0) break;
+      let text = '';
+      for (const row of rows) text += prefix + row.line + CSV_LINE_END;
+      yield text;
+      if (rows.length < OBSERVATION_BATCH) break;
+      const last: { id: number; time: string } = rows[rows.length - 1]!;
+      after = { time: last.time, id: Number(last.id) };
+    }
+  }
+}
+
+async function* datastreams(db: Database, schema: string): AsyncGenerator<{ id: number; name: string | null }> {
+  let after = 0;
+  for (;;) {
+    const { rows } = await sql<{ id: number; name: string | null }>`
+      select id, name from ${sql.id(schema, 'datastreams')} where id > ${after} order by id limit ${DATASTREAM_BATCH}`.execute(db);
+    for (const row of rows) yield { id: Number(row.id), name: row.name };
+    if (rows.length < DATASTREAM_BATCH) return;
+    after = Number(rows[rows.length - 1]!.id);
+  }
+}
+
+/**
+ * A FeatureCollection of the Things, each at its latest Location: of its current Locations the one
+ * its latest HistoricalLocation names (the highest id among equals); a Thing without one has a null
+ * geometry. A Location written as a GeoJSON Feature gives its geometry.
+ */
+async function* thingsGeoJson(db: Database, schema: string): AsyncGenerator<string> {
+  const table = (name: string) => sql.id(schema, name);
+  yield '{"type":"FeatureCollection","features":[';
+  let after = 0;
+  let first = true;
+  for (;;) {
+    const { rows } = await sql<{ id: number; feature: string }>`
+      select t.id, json_build_object(
+        'type', 'Feature', 'id', t.id,
+        'geometry', case when l.location ->> 'type' = 'Feature' then l.location -> 'geometry' else l.location end,
+        'properties', json_build_object('name', t.name, 'description', t.description, 'properties', t.properties,
+          'locationId', l.id, 'locationName', l.name, 'locationTime', ${isoInstant('l.time')}))::text as feature
+      from ${table('things')} t
+      left join lateral (
+        select loc.id, loc.name, loc.location, seen.time
+        from ${table('thing_locations')} tl
+        join ${table('locations')} loc on loc.id = tl.location_id
+        left join lateral (
+          select max(h.time) as time from ${table('historical_location_locations')} hl
+          join ${table('historical_locations')} h on h.id = hl.historical_location_id
+          where hl.location_id = loc.id and h.thing_id = t.id
+        ) seen on true
+        where tl.thing_id = t.id
+        order by seen.time desc nulls last, loc.id desc limit 1
+      ) l on true
+      where t.id > ${after} order by t.id limit ${THING_BATCH}`.execute(db);
+    if (rows.length > 0) {
+      yield (first ? '' : ',') + rows.map((row) => row.feature).join(',');
+      first = false;
+    }
+    if (rows.length < THING_BATCH) break;
+    after = Number(rows[rows.length - 1]!.id);
+  }
+  yield ']}\n';
+}
