@@ -29,7 +29,7 @@ export interface CatalogueSource {
    */
   state(modifiedSince: Date | null): Promise<{ lastModified: Date | null; total: number }>;
   /** The released open datasets in a stable order (first release, then id), whose record changed after `modifiedSince`. */
-  page(query: { offset: number; limit: number; modifiedSince: Date | null }): Promise<{ total: number; entries: CatalogueEntry[] }>;
+  page(query: { offset: number; limit: number; modifiedSince: Date | null }): Promise<CatalogueEntry[]>;
   /** One dataset, when it is in the catalogue. */
   entry(id: string): Promise<CatalogueEntry | undefined>;
 }
@@ -90,8 +90,9 @@ export class CatalogueService {
     const made = this.pages.get(key);
     if (made && made.lastModified === (state.lastModified?.getTime() ?? null) && made.total === state.total && Date.now() - made.builtAt < extentRefreshMs) return made.document;
     const builtAt = Date.now();
-    const { lastModified } = state;
-    const { total, entries } = await this.deps.source.page({ offset: (page - 1) * pageSize, limit: pageSize, modifiedSince });
+    // The state's count is the page's: read just before it, and the page is kept only under that state.
+    const { lastModified, total } = state;
+    const entries = await this.deps.source.page({ offset: (page - 1) * pageSize, limit: pageSize, modifiedSince });
     const records = await this.recordsOf(entries);
     const query = modifiedSince ? `&modified_since=${encodeURIComponent(modifiedSince.toISOString())}` : '';
     const pageUrl = (n: number) => `${catalogueIri(this.deps.dataApiUrl)}${SUFFIXES[format]}?page=${n}${query}`;

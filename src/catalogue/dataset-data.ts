@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.js';
 import { owsDataExtent } from '../ows/index.js';
 import { staDataExtent } from '../sta/index.js';
+import { unionOfBoxes } from '../util/boxes.js';
 import type { DatasetData, ReadDatasetData } from './extent-cache.js';
 
 /**
@@ -29,10 +30,7 @@ function union(parts: ReadonlyArray<DatasetData['extent']>): DatasetData['extent
   const starts = parts.flatMap((part) => (part.start ? [part.start.getTime()] : []));
   const ends = parts.flatMap((part) => (part.end ? [part.end.getTime()] : []));
   return {
-    bbox: boxes.length === 0 ? null : [
-      Math.min(...boxes.map((box) => box[0])), Math.min(...boxes.map((box) => box[1])),
-      Math.max(...boxes.map((box) => box[2])), Math.max(...boxes.map((box) => box[3])),
-    ],
+    bbox: unionOfBoxes(boxes),
     start: starts.length === 0 ? null : new Date(Math.min(...starts)),
     end: ends.length === 0 ? null : new Date(Math.max(...ends)),
   };

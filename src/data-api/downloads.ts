@@ -31,7 +31,12 @@ export async function sendDownload(
   if (unchanged) return reply.code(304).send();
   if (request.method === 'HEAD') return reply.code(200).send();
   const { body } = download;
-  if (body.kind === 'chunks') return reply.code(200).send(Readable.from(body.chunks(), { objectMode: false }));
+  if (body.kind === 'chunks') {
+    // The first chunk is read before the answer starts: a failure of the first read is a problem answer.
+    const chunks = body.chunks()[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    return reply.code(200).send(Readable.from(startingWith(first, chunks), { objectMode: false }));
+  }
   const clientGone = new AbortController();
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) clientGone.abort(); });
   const file = await body.file(clientGone.signal);
@@ -41,4 +46,15 @@ export async function sendDownload(
   stream.once('close', release);
   reply.raw.once('close', release);
   return reply.code(200).header('content-length', file.size).send(stream);
+}
+
+/** The chunks with the first, already read, put back in front; breaking off releases the rest. */
+async function* startingWith(first: IteratorResult<Buffer | string>, rest: AsyncIterator<Buffer | string>): AsyncGenerator<Buffer | string> {
+  try {
+    if (first.done) return;
+    yield first.value;
+    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+  } finally {
+    await rest.return?.();
+  }
 }

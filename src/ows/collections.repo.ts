@@ -120,3 +120,23 @@ export async function collectionExtents(db: Database, schema: string, collection
   }
   return extents;
 }
+
+/** A collection's feature count and extent (in its own SRID and in WGS 84) in one scan: what OGC API's collection documents show. */
+export async function collectionSummary(db: Database, schema: string, def: CollectionDef): Promise<CollectionStats & { wgs84: LayerExtent['wgs84'] | null }> {
+  const { rows } = await sql<{ n: number; minx: number | null; miny: number; maxx: number; maxy: number; wminx: number; wminy: number; wmaxx: number; wmaxy: number }>`
+    select n, st_xmin(e) as minx, st_ymin(e) as miny, st_xmax(e) as maxx, st_ymax(e) as maxy,
+           st_xmin(w) as wminx, st_ymin(w) as wminy, st_xmax(w) as wmaxx, st_ymax(w) as wmaxy
+    from (select n, e, st_transform(st_setsrid(e::geometry, ${Math.trunc(def.srid)}), 4326) as w
+          from (select count(*)::int as n, st_extent(geom)::box3d as e from ${sql.id(schema, def.name)}) s) t`.execute(db);
+  const row = rows[0]!;
+  if (row.minx === null) return { featureCount: row.n, bbox: null, wgs84: null };
+  return { featureCount: row.n, bbox: [row.minx, row.miny, row.maxx, row.maxy], wgs84: [row.wminx, row.wminy, row.wmaxx, row.wmaxy] };
+}
+
+/** The earliest and latest value of a date-time attribute (null while it has none). */
+export async function dateTimeSpan(db: Database, schema: string, collection: string, attribute: string): Promise<{ start: Date | null; end: Date | null }> {
+  const { rows } = await sql<{ first: Date | string | null; last: Date | string | null }>`
+    select min(${sql.id(attribute)}) as first, max(${sql.id(attribute)}) as last from ${sql.id(schema, collection)}`.execute(db);
+  const at = (value: Date | string | null | undefined) => (value ? new Date(value) : null);
+  return { start: at(rows[0]?.first), end: at(rows[0]?.last) };
+}

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { Database } from '../db/client.js';
-import { collectionExtents, listCollections } from './collections.repo.js';
+import { unionOfBoxes } from '../util/boxes.js';
+import { collectionExtents, dateTimeSpan, listCollections } from './collections.repo.js';
 
 /** What an OWS API's data spans: its collections' box (WGS 84) and their date-time properties' earliest and latest values. */
 export interface OwsDataExtent {
@@ -20,17 +20,10 @@ export async function owsDataExtent(db: Database, schema: string): Promise<OwsDa
   for (const collection of collections) {
     for (const [name, type] of Object.entries(collection.properties)) {
       if (type !== 'date-time') continue;
-      const { rows } = await sql<{ first: Date | string | null; last: Date | string | null }>`
-        select min(${sql.ref(name)}) as first, max(${sql.ref(name)}) as last from ${sql.id(schema, collection.name)}`.execute(db);
-      const first = rows[0]?.first ? new Date(rows[0].first) : null;
-      const last = rows[0]?.last ? new Date(rows[0].last) : null;
+      const { start: first, end: last } = await dateTimeSpan(db, schema, collection.name, name);
       if (first && (!start || first < start)) start = first;
       if (last && (!end || last > end)) end = last;
     }
   }
-  const bbox = boxes.length === 0 ? null : [
-    Math.min(...boxes.map((box) => box[0])), Math.min(...boxes.map((box) => box[1])),
-    Math.max(...boxes.map((box) => box[2])), Math.max(...boxes.map((box) => box[3])),
-  ] as [number, number, number, number];
-  return { bbox, start, end, collections: collections.map((collection) => collection.name) };
+  return { bbox: unionOfBoxes(boxes), start, end, collections: collections.map((collection) => collection.name) };
 }

@@ -44,25 +44,28 @@ export async function featureDownload(db: Database, geopackages: GeoPackageMaker
 }
 
 async function* collectionGeoJson(db: Database, schema: string, collection: CollectionDef): AsyncGenerator<string> {
-  yield `{"type":"FeatureCollection","name":${JSON.stringify(collection.name)},"features":[`;
+  // The opening goes out with the first features: a database that fails the first read still gets a problem answer.
+  let head = `{"type":"FeatureCollection","name":${JSON.stringify(collection.name)},"features":[`;
   let separator = '';
   for await (const batch of batches(db, schema, collection, 'geojson')) {
-    let text = '';
+    let text = head;
+    head = '';
     for (const feature of batch) {
       text += `${separator}{"type":"Feature","id":${feature.fid},"geometry":${feature.geometry},"properties":${JSON.stringify(feature.properties)}}`;
       separator = ',';
     }
     yield text;
   }
-  yield ']}\n';
+  yield `${head}]}\n`;
 }
 
 /** `fid`, the attributes in their definition's order, and `WKT` last (the name GDAL and QGIS take for a geometry column). */
 async function* collectionCsv(db: Database, schema: string, collection: CollectionDef): AsyncGenerator<string> {
   const attributes = Object.keys(collection.properties);
-  yield ['fid', ...attributes, 'WKT'].join(',') + CSV_LINE_END;
+  let head = ['fid', ...attributes, 'WKT'].join(',') + CSV_LINE_END;
   for await (const batch of batches(db, schema, collection, 'wkt')) {
-    let text = '';
+    let text = head;
+    head = '';
     for (const feature of batch) {
       const values = attributes.map((attribute) => {
         const value = feature.properties[attribute];
@@ -72,6 +75,7 @@ async function* collectionCsv(db: Database, schema: string, collection: Collecti
     }
     yield text;
   }
+  if (head) yield head;
 }
 
 async function* batches(db: Database, schema: string, collection: CollectionDef, encoding: 'geojson' | 'wkt') {

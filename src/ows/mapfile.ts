@@ -1,4 +1,5 @@
 import type { LayerExtent } from './collections.repo.js';
+import { unionOfBoxes } from '../util/boxes.js';
 import type { AttributeType, CollectionDef, GeometryType } from './types.js';
 
 /**
@@ -80,11 +81,7 @@ const keywordList = (keywords: readonly string[]) => [...new Set(keywords.map((k
  */
 function mapExtent(input: MapfileInput): Box {
   const boxes = [...input.extents.values()].filter((extent): extent is LayerExtent => extent !== null).map((extent) => extent.wgs84);
-  if (boxes.length === 0) return WORLD;
-  return [
-    Math.min(...boxes.map((box) => box[0])), Math.min(...boxes.map((box) => box[1])),
-    Math.max(...boxes.map((box) => box[2])), Math.max(...boxes.map((box) => box[3])),
-  ];
+  return unionOfBoxes(boxes) ?? WORLD;
 }
 
 /** A mapfile string literal: quotes and backslashes escaped, line breaks (which end a token) flattened. */

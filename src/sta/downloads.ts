@@ -47,7 +47,8 @@ const csvText = (text: RawBuilder<unknown>) =>
  * (datastream, time) index read backwards, one batch after the other from the last row sent.
  */
 async function* observationsCsv(db: Database, schema: string): AsyncGenerator<string> {
-  yield OBSERVATION_COLUMNS.join(',') + CSV_LINE_END;
+  // The header goes out with the first rows: a database that fails the first read still gets a problem answer.
+  let head = OBSERVATION_COLUMNS.join(',') + CSV_LINE_END;
   const observations = sql.id(schema, 'observations');
   // A string result is written as its text, any other JSON as its JSON text (a number as it is).
   const result = sql`(case jsonb_typeof(o.result) when 'string' then ${csvText(sql`(o.result #>> '{}')`)}
@@ -65,7 +66,8 @@ async function* observationsCsv(db: Database, schema: string): AsyncGenerator<st
         from ${observations} o where o.datastream_id = ${datastream.id} ${keyset}
         order by o.phenomenon_time_start, o.id limit ${OBSERVATION_BATCH}`.execute(db);
       if (rows.length === 0) break;
-      let text = '';
+      let text = head;
+      head = '';
       for (const row of rows) text += prefix + row.line + CSV_LINE_END;
       yield text;
       if (rows.length < OBSERVATION_BATCH) break;
@@ -73,6 +75,7 @@ async function* observationsCsv(db: Database, schema: string): AsyncGenerator<st
       after = { time: last.time, id: Number(last.id) };
     }
   }
+  if (head) yield head;
 }
 
 async function* datastreams(db: Database, schema: string): AsyncGenerator<{ id: number; name: string | null }> {
@@ -93,7 +96,7 @@ async function* datastreams(db: Database, schema: string): AsyncGenerator<{ id: 
  */
 async function* thingsGeoJson(db: Database, schema: string): AsyncGenerator<string> {
   const table = (name: string) => sql.id(schema, name);
-  yield '{"type":"FeatureCollection","features":[';
+  let head = '{"type":"FeatureCollection","features":[';
   let after = 0;
   let first = true;
   for (;;) {
@@ -118,11 +121,12 @@ async function* thingsGeoJson(db: Database, schema: string): AsyncGenerator<stri
       ) l on true
       where t.id > ${after} order by t.id limit ${THING_BATCH}`.execute(db);
     if (rows.length > 0) {
-      yield (first ? '' : ',') + rows.map((row) => row.feature).join(',');
+      yield head + (first ? '' : ',') + rows.map((row) => row.feature).join(',');
+      head = '';
       first = false;
     }
     if (rows.length < THING_BATCH) break;
     after = Number(rows[rows.length - 1]!.id);
   }
-  yield ']}\n';
+  yield `${head}]}\n`;
 }

@@ -10,10 +10,7 @@ export function datasetCatalogueSource(db: Database): CatalogueSource {
       const [lastModified, total] = await Promise.all([catalogueLastModified(db), countCatalogue(db, modifiedSince)]);
       return { lastModified, total };
     },
-    page: async (query) => {
-      const { total, rows } = await findCataloguePage(db, query);
-      return { total, entries: rows.map(entryOf) };
-    },
+    page: async (query) => (await findCataloguePage(db, query)).map(entryOf),
     entry: async (id) => {
       const row = await findCatalogueRow(db, id);
       return row && entryOf(row);

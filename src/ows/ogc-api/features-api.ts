@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import Negotiator from 'negotiator';
 import type { Database } from '../../db/client.js';
-import { collectionExtents, collectionStats, listCollections } from '../collections.repo.js';
+import { collectionSummary, dateTimeSpan, listCollections } from '../collections.repo.js';
 import { countFeatures, readFeature, readFeatures } from '../features.repo.js';
 import type { MatchCounts } from './match-counts.js';
 import type { CollectionDef, FeatureRequest, FeatureResponse } from '../types.js';
@@ -70,24 +69,19 @@ export async function apiDefinition(deps: FeaturesApiDeps, request: FeatureReque
 
 /** The feature store's description of a collection with OGC API's members added. */
 async function described(deps: FeaturesApiDeps, request: FeatureRequest, def: CollectionDef) {
-  const [stats, extents, time, offered] = await Promise.all([
-    collectionStats(deps.db, request.schema, def.name),
-    collectionExtents(deps.db, request.schema, [def]),
+  const [{ wgs84, ...stats }, time, offered] = await Promise.all([
+    collectionSummary(deps.db, request.schema, def),
     timeSpan(deps.db, request.schema, def),
     deps.crs.offered(def.srid),
   ]);
-  const extent: CollectionExtent = { bbox: extents.get(def.name)?.wgs84 ?? null, ...time };
+  const extent: CollectionExtent = { bbox: wgs84, ...time };
   return { ...def, ...stats, ...collectionMembers(request.baseUrl, def, extent, offered, deps.crs.storageUri(def.srid)) };
 }
 
 /** The earliest and latest value of the collection's first date-time property (the one `datetime` filters on). */
 async function timeSpan(db: Database, schema: string, def: CollectionDef): Promise<{ start: Date | null; end: Date | null }> {
   const property = Object.keys(def.properties).find((name) => def.properties[name] === 'date-time');
-  if (!property) return { start: null, end: null };
-  const { rows } = await sql<{ first: Date | string | null; last: Date | string | null }>`
-    select min(${sql.id(property)}) as first, max(${sql.id(property)}) as last from ${sql.id(schema, def.name)}`.execute(db);
-  const at = (value: Date | string | null | undefined) => (value ? new Date(value) : null);
-  return { start: at(rows[0]?.first), end: at(rows[0]?.last) };
+  return property ? dateTimeSpan(db, schema, def.name, property) : { start: null, end: null };
 }
 
 export async function collectionsPage(deps: FeaturesApiDeps, request: FeatureRequest): Promise<FeatureResponse> {
