@@ -65,11 +65,18 @@ export function listenForNotifications(
   };
 
   void connect(false);
+  // One statement at a time on the connection: pg queues overlapping queries today but warns that
+  // pg@9 will refuse them, and a change feed's flushes do overlap.
+  let previous: Promise<unknown> = Promise.resolve();
   return {
     async notify(payload) {
-      if (!client) return false;
-      await client.query('select pg_notify($1, $2)', [channel, payload]);
-      return true;
+      const sent = previous.then(async () => {
+        if (!client) return false;
+        await client.query('select pg_notify($1, $2)', [channel, payload]);
+        return true;
+      });
+      previous = sent.catch(() => {});
+      return sent;
     },
     async close() {
       closed = true;
