@@ -22,6 +22,8 @@ export interface Outcome {
   marker?: string | number;
   /** What the answer named: a group's id, an Observation's @iot.id. */
   id?: string | number;
+  /** For a failure: the start of what the server answered (a problem's code, nginx's page), to tell who failed. */
+  detail?: string;
 }
 
 export interface LoopSpec {
@@ -81,6 +83,7 @@ export class Load {
         loop: spec.name, method: call.method, startedAt, endedAt: Date.now(), status: answer?.status ?? null, error,
         ...(call.marker === undefined ? {} : { marker: call.marker }),
         ...(call.method === 'POST' && id !== undefined ? { id } : {}),
+        ...(answer && answer.status >= 500 ? { detail: `${call.url.replace(/^https?:\/\/[^/]+/, '')}: ${(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body) ?? '').slice(0, 200)}` } : {}),
       });
       await sleep(this.pauseMs);
     }
