@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { LoadResult } from './load.js';
 import type { SqlAloneResult } from './sql-alone.js';
 import type { TokenCheckResult } from './token-check.js';
@@ -107,4 +108,14 @@ export function renderReport(r: BenchReport): string {
     lines.push('not run');
   }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Puts a run at the top of a results file (`bench/results-*.md`): `title` and `source` make its
+ * header, the runs already there (from their first `## Run ` heading on) follow, newest first.
+ */
+export function prependRun(resultsPath: string, title: string, source: string, run: string): void {
+  const header = `# ${title}: raw results\n\nWritten by ${source}, newest run first.\n\n`;
+  const earlier = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8').replace(/^[\s\S]*?(?=^## Run )/m, '') : '';
+  writeFileSync(resultsPath, `${header}${run}\n${earlier.startsWith('## Run ') ? earlier : ''}`);
 }

@@ -84,6 +84,9 @@ const EnvSchema = Type.Object({
   // how long one may take, and where their files are made (default: the system's temporary folder).
   DOWNLOAD_GPKG_CONCURRENCY: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
   DOWNLOAD_GPKG_TIMEOUT_MS: Type.Integer({ default: 600_000, minimum: 1000, maximum: 86_400_000 }),
+  // observations.csv streamed by COPY at once per process, each on a database connection of its own
+  // for as long as its client reads (PostgreSQL only); more are read in keyset batches. 0: never COPY.
+  DOWNLOAD_COPY_CONCURRENCY: Type.Integer({ default: 4, minimum: 0, maximum: 64 }),
   DOWNLOAD_TEMP_DIR: Type.Optional(Type.String({ minLength: 1 })),
   // The MQTT broker: packet sizes before and after CONNACK, the CONNECT deadline, connection caps.
   MQTT_MAX_CONNECT_BYTES: Type.Integer({ default: 65_536, minimum: 1024, maximum: 16_777_216 }),
@@ -140,8 +143,11 @@ export interface Config {
     title: string; description: string; publisher: { name: string; uri: string | null }; contactEmail: string; language: string;
     homepage: string; pageSize: number; defaultLicense: string; extentRefreshMs: number;
   };
-  /** Bulk downloads: GeoPackages made at once per process, how long one may take, where their files are made (null: the system's temporary folder). */
-  downloads: { gpkgConcurrency: number; gpkgTimeoutMs: number; tempDir: string | null };
+  /**
+   * Bulk downloads: GeoPackages made at once per process, how long one may take, where their files
+   * are made (null: the system's temporary folder); CSV downloads streamed by COPY at once.
+   */
+  downloads: { gpkgConcurrency: number; gpkgTimeoutMs: number; tempDir: string | null; copyConcurrency: number };
   /** startupTimeoutSeconds: how long a start waits for an unreachable database (0: not at all); poolSize: pooled connections per process; preparedStatements: statement texts run as named statements (0: none). */
   database: { url: string | null; dataDir: string; startupTimeoutSeconds: number; poolSize: number; preparedStatements: number };
   /**
@@ -280,7 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       defaultLicense: e.CATALOGUE_DEFAULT_LICENSE,
       extentRefreshMs: e.CATALOGUE_EXTENT_REFRESH_MS,
     },
-    downloads: { gpkgConcurrency: e.DOWNLOAD_GPKG_CONCURRENCY, gpkgTimeoutMs: e.DOWNLOAD_GPKG_TIMEOUT_MS, tempDir: e.DOWNLOAD_TEMP_DIR ?? null },
+    downloads: { gpkgConcurrency: e.DOWNLOAD_GPKG_CONCURRENCY, gpkgTimeoutMs: e.DOWNLOAD_GPKG_TIMEOUT_MS, tempDir: e.DOWNLOAD_TEMP_DIR ?? null, copyConcurrency: e.DOWNLOAD_COPY_CONCURRENCY },
     database: { url: e.DATABASE_URL ?? null, dataDir: e.DATA_DIR, startupTimeoutSeconds: e.DATABASE_STARTUP_TIMEOUT, poolSize: e.DATABASE_POOL_SIZE, preparedStatements: e.DATABASE_PREPARED_STATEMENTS },
     secrets: { key: parseSecretsKey(env, 'SECRETS_KEY'), previousKey: parseSecretsKey(env, 'SECRETS_KEY_PREVIOUS') },
     oidc: { issuer: withoutTrailingSlash(e.OIDC_ISSUER ?? `${idpUrl}/realms/platform`), clientId: clientIds[0]!, clientIds, jwksUrl: e.OIDC_JWKS_URL ?? null },

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Config } from './config.js';
 import { openDatabase, type ConnectionLog, type Database, type DatabaseTarget } from './db/client.js';
+import { CopyOut } from './db/copy-out.js';
 import { describeConnectionError, isDatabaseUnavailable } from './db/connection-errors.js';
 import { appliedMigrations, hasPendingMigrations, migrateToLatest } from './db/migrate.js';
 import { checkDatabasePrivileges } from './db/privileges.js';
@@ -87,6 +88,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const sta = createStaServer({
       db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change),
       mqttEndpoints: mqttEndpointsOf(config.dataApi.baseUrl, config.mqtt.port),
+      copyOut: where.url && config.downloads.copyConcurrency > 0 ? new CopyOut({ databaseUrl: where.url, concurrency: config.downloads.copyConcurrency }) : null,
     });
     // On PostgreSQL the MQTT broker's reads (its notifier's, the rights checks before its
     // deliveries) run on a small pool of its own, opened when a broker starts: through the main

@@ -5,7 +5,8 @@
  *
  * Each file is read to its last byte by curl, as a user downloads it.
  *
- * - `observations.csv` of 1,000,000 Observations (`BENCH_OBSERVATIONS`: one Datastream of half of
+ * - `observations.csv` of 1,000,000 Observations (streamed by COPY; with `DOWNLOAD_COPY_CONCURRENCY=0`
+ *   in this environment, which the server inherits, read in keyset batches) (`BENCH_OBSERVATIONS`: one Datastream of half of
  *   them, 99 of the rest shared out), to its last byte: rows per second (target ≥ 200,000) and the
  *   server's resident memory during it, sampled every 50 ms, above what it was just before (target
  *   growth ≤ 50 MiB); beside it, PostgreSQL's own `COPY` of the same rows in the same order to
@@ -17,7 +18,8 @@
  * Writes bench/results-downloads.md (newest run first).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import { prependRun } from '../report.js';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_EMAIL, benchLogLevel, devToken, REPO_ROOT, SERVER_URL, serverEnvironment } from '../settings.js';
@@ -35,6 +37,8 @@ const LOG_LEVEL = benchLogLevel('info');
 const PORTS = { api: 18880, data: 18881, idp: 18890 };
 const WORK_DIR = `/tmp/bench-downloads-${process.pid}`;
 const DATASTREAMS = 100;
+/** The server's setting, from this environment (`DOWNLOAD_COPY_CONCURRENCY=0` measures the keyset batches instead of COPY). */
+const COPY_CONCURRENCY = process.env['DOWNLOAD_COPY_CONCURRENCY'] ?? '4';
 
 const say = (message: string) => console.log(`[bench:downloads] ${message}`);
 const started: { server: ServerProcess | null; database: Awaited<ReturnType<typeof createDatabase>> | null } = { server: null, database: null };
@@ -171,7 +175,7 @@ async function main() {
     '',
     '| download | size | seconds per round | median | what it is measured against |',
     '|---|---:|---|---:|---|',
-    `| observations.csv, ${observations.toLocaleString('en')} rows | ${(csv[0]!.bytes / 2 ** 20).toFixed(0)} MiB | ${csv.map((run) => run.seconds.toFixed(2)).join(', ')} | ${median(csv.map((run) => run.seconds)).toFixed(2)} | PostgreSQL's COPY of the same rows, same order, to /dev/null: ${copy.map((s) => s.toFixed(2)).join(', ')} s |`,
+    `| observations.csv, ${observations.toLocaleString('en')} rows, ${COPY_CONCURRENCY === '0' ? 'in keyset batches' : 'by COPY'} (DOWNLOAD_COPY_CONCURRENCY=${COPY_CONCURRENCY}) | ${(csv[0]!.bytes / 2 ** 20).toFixed(0)} MiB | ${csv.map((run) => run.seconds.toFixed(2)).join(', ')} | ${median(csv.map((run) => run.seconds)).toFixed(2)} | PostgreSQL's COPY of the same rows, same order, to /dev/null: ${copy.map((s) => s.toFixed(2)).join(', ')} s |`,
     `| download.gpkg, ${GPKG_FEATURES.toLocaleString('en')} points | ${(gpkg[0]!.bytes / 2 ** 20).toFixed(1)} MiB | ${gpkg.map((run) => run.seconds.toFixed(2)).join(', ')} | ${median(gpkg.map((run) => run.seconds)).toFixed(2)} | ogr2ogr alone, same table and options: ${alone.map((s) => s.toFixed(2)).join(', ')} s |`,
     '',
     '| target | value (median; spread) | |',
@@ -182,10 +186,7 @@ async function main() {
   ];
   const text = `${lines.join('\n')}\n`;
   console.log(`\n${text}`);
-  const resultsPath = join(REPO_ROOT, 'bench/results-downloads.md');
-  const header = '# Bulk downloads: raw results\n\nWritten by `npm run bench:downloads` (bench/downloads/run.ts), newest run first.\n\n';
-  const earlier = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8').replace(/^[\s\S]*?(?=^## Run )/m, '') : '';
-  writeFileSync(resultsPath, `${header}${text}\n${earlier.startsWith('## Run ') ? earlier : ''}`);
+  prependRun(join(REPO_ROOT, 'bench/results-downloads.md'), 'Bulk downloads', '`npm run bench:downloads` (bench/downloads/run.ts)', text);
 }
 
 try {

@@ -16,7 +16,8 @@
  * (5 s), `BENCH_WARMUP` (2 s), `BENCH_ROUNDS` (3), `BENCH_CONNECTIONS_LIST` (8,32). Writes
  * bench/results-open-data.md (newest run first).
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import { prependRun } from '../report.js';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -168,10 +169,7 @@ async function main() {
   }
   const text = `${lines.join('\n')}\n`;
   console.log(`\n${text}`);
-  const resultsPath = join(REPO_ROOT, 'bench/results-open-data.md');
-  const header = '# Open data: raw results\n\nWritten by `npm run bench:open-data` (bench/open-data/run.ts), newest run first.\n\n';
-  const earlier = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8').replace(/^[\s\S]*?(?=^## Run )/m, '') : '';
-  writeFileSync(resultsPath, `${header}${text}\n${earlier.startsWith('## Run ') ? earlier : ''}`);
+  prependRun(join(REPO_ROOT, 'bench/results-open-data.md'), 'Open data', '`npm run bench:open-data` (bench/open-data/run.ts)', text);
 }
 
 try {

@@ -14,7 +14,8 @@
  * `BENCH_ROUNDS` (2), `BENCH_OWS_FEATURES` (100000), `BENCH_OWS_FORMATS` (`json,gml`),
  * `BENCH_OWS_ONLY` (`nginx`, `auth`: one comparison only). Writes bench/results-ows-pages.md (newest run first).
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { prependRun } from '../report.js';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
@@ -214,10 +215,7 @@ async function main() {
   }
   const text = `${lines.join('\n')}\n`;
   console.log(`\n${text}`);
-  const resultsPath = join(REPO_ROOT, 'bench/results-ows-pages.md');
-  const header = '# WFS pages through the gateway and nginx: raw results\n\nWritten by `npm run bench:ows:pages` (bench/ows/pages.ts), newest run first.\n\n';
-  const earlier = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8').replace(/^[\s\S]*?(?=^## Run )/m, '') : '';
-  writeFileSync(resultsPath, `${header}${text}\n${earlier.startsWith('## Run ') ? earlier : ''}`);
+  prependRun(join(REPO_ROOT, 'bench/results-ows-pages.md'), 'WFS pages through the gateway and nginx', '`npm run bench:ows:pages` (bench/ows/pages.ts)', text);
 }
 
 try {

@@ -9,6 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { prependRun } from '../report.js';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { libpqEnvironmentOf } from '../../src/ows/libpq-environment.js';
@@ -110,9 +111,7 @@ function version(command: string, args: string[]): string {
 
 function writeResults(report: OwsReport) {
   const resultsPath = join(root, 'bench/results-ows.md');
-  const header = '# OWS through MapServer: raw results\n\nWritten by `npm run bench:ows`, newest run first; the summary is in bench/README.md ("OWS through MapServer").\n\n';
-  const earlier = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8').replace(/^[\s\S]*?(?=^## Run )/m, '') : '';
-  writeFileSync(resultsPath, `${header}${renderRun(report)}\n${earlier.startsWith('## Run ') ? earlier : ''}`);
+  prependRun(resultsPath, 'OWS through MapServer', '`npm run bench:ows` (the summary is in bench/README.md, "OWS through MapServer")', renderRun(report));
   const readmePath = join(root, 'bench/README.md');
   const readme = readFileSync(readmePath, 'utf8');
   const begin = '<!-- ows-figures:begin -->';

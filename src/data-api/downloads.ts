@@ -64,13 +64,21 @@ async function* startingWith(first: IteratorResult<Buffer | string>, rest: Async
  * process writes the last to the client (two cores at work, not one after the other). At most one
  * chunk waits beside the one being written.
  */
-async function* readingAhead(source: AsyncIterator<Buffer | string>): AsyncGenerator<Buffer | string> {
-  let pending = source.next();
+export async function* readingAhead(source: AsyncIterator<Buffer | string>): AsyncGenerator<Buffer | string> {
+  // A read that fails while this waits at its `yield` (a slow client) has nobody awaiting it yet:
+  // without a handler of its own it would be an unhandled rejection, which ends the process. It is
+  // still thrown where it is awaited.
+  const ahead = () => {
+    const read = source.next();
+    read.catch(() => undefined);
+    return read;
+  };
+  let pending = ahead();
   try {
     for (;;) {
       const next = await pending;
       if (next.done) return;
-      pending = source.next();
+      pending = ahead();
       yield next.value;
     }
   } finally {

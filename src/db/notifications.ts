@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { oneAtATime } from '../util/one-at-a-time.js';
 import type { ConnectionLog } from './client.js';
 
 /** A running LISTEN; `close()` ends it for good. */
@@ -65,19 +66,14 @@ export function listenForNotifications(
   };
 
   void connect(false);
-  // One statement at a time on the connection: pg queues overlapping queries today but warns that
-  // pg@9 will refuse them, and a change feed's flushes do overlap.
-  let previous: Promise<unknown> = Promise.resolve();
+  // A change feed's flushes overlap: their NOTIFYs take turns on the connection.
+  const inTurn = oneAtATime();
   return {
-    async notify(payload) {
-      const sent = previous.then(async () => {
-        if (!client) return false;
-        await client.query('select pg_notify($1, $2)', [channel, payload]);
-        return true;
-      });
-      previous = sent.catch(() => {});
-      return sent;
-    },
+    notify: (payload) => inTurn(async () => {
+      if (!client) return false;
+      await client.query('select pg_notify($1, $2)', [channel, payload]);
+      return true;
+    }),
     async close() {
       closed = true;
       if (retry) clearTimeout(retry);

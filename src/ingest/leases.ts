@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { oneAtATime } from '../util/one-at-a-time.js';
 import type { IngestLog } from './types.js';
 
 /**
@@ -41,6 +42,8 @@ export class PostgresLeases implements Leases {
   /** The leases taken on the current connection (all gone with it). */
   #held = new Set<string>();
   #closed = false;
+  /** The reconcile pass and a pipeline stopping meanwhile both use the connection: their statements take turns. */
+  readonly #inTurn = oneAtATime();
 
   constructor(url: string, log: IngestLog, idleTimeoutSeconds = 8) {
     this.#url = url;
@@ -50,15 +53,20 @@ export class PostgresLeases implements Leases {
 
   async tryAcquire(pipelineId: string): Promise<boolean> {
     if (this.#held.has(pipelineId)) return true;
-    const client = await this.#connection();
-    const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1, hashtext($2)) as locked', [LOCK_CLASS, pipelineId]);
-    if (rows[0]?.locked) this.#held.add(pipelineId);
-    return rows[0]?.locked === true;
+    return this.#inTurn(async () => {
+      const client = await this.#connection();
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1, hashtext($2)) as locked', [LOCK_CLASS, pipelineId]);
+      if (rows[0]?.locked) this.#held.add(pipelineId);
+      return rows[0]?.locked === true;
+    });
   }
 
   async release(pipelineId: string): Promise<void> {
-    if (!this.#held.delete(pipelineId) || !this.#client) return;
-    await this.#client.query('select pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, pipelineId]).catch(() => {});
+    if (!this.#held.delete(pipelineId)) return;
+    await this.#inTurn(async () => {
+      // Only on the connection that holds it: a new one holds nothing.
+      await this.#client?.query('select pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, pipelineId]);
+    }).catch(() => {});
   }
 
   holds(pipelineId: string): boolean {
@@ -67,7 +75,7 @@ export class PostgresLeases implements Leases {
 
   async heartbeat(): Promise<void> {
     try {
-      await (await this.#connection()).query('select 1');
+      await this.#inTurn(async () => (await this.#connection()).query('select 1'));
     } catch {
       // lost: #lost cleared what was held; the runtime stops those pipelines and tries again later
     }

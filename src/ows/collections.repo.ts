@@ -89,15 +89,6 @@ export async function dropCollection(trx: Database, schema: string, name: string
 
 export interface CollectionStats { featureCount: number; bbox: [number, number, number, number] | null }
 
-export async function collectionStats(db: Database, schema: string, name: string): Promise<CollectionStats> {
-  const { rows } = await sql<{ n: number; minx: number | null; miny: number | null; maxx: number | null; maxy: number | null }>`
-    select n, st_xmin(e) as minx, st_ymin(e) as miny, st_xmax(e) as maxx, st_ymax(e) as maxy
-    from (select count(*)::int as n, st_extent(geom)::box3d as e from ${sql.id(schema, name)}) s`.execute(db);
-  const row = rows[0]!;
-  const bbox = row.minx === null ? null : [row.minx, row.miny!, row.maxx!, row.maxy!] as [number, number, number, number];
-  return { featureCount: row.n, bbox };
-}
-
 /** A collection's extent as a map layer needs it: in its own SRID, and as WGS 84 longitude/latitude. */
 export interface LayerExtent { native: [number, number, number, number]; wgs84: [number, number, number, number] }
 

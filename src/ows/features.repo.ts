@@ -101,8 +101,10 @@ export async function deleteFeature(db: Database, schema: string, def: Collectio
   return rows.length > 0;
 }
 
-const featureColumns = (def: CollectionDef, geometry: RawBuilder<unknown> = sql`geom`) =>
-  sql.join([sql`fid`, sql`st_asgeojson(${geometry})::json as geom`, ...Object.keys(def.properties).map((name) => sql.id(name))]);
+/** fid, the geometry's select item, then the attributes: what toFeature reads. */
+const selectFeature = (def: CollectionDef, geometry: RawBuilder<unknown>) =>
+  sql.join([sql`fid`, geometry, ...Object.keys(def.properties).map((name) => sql.id(name))]);
+const featureColumns = (def: CollectionDef, geometry: RawBuilder<unknown> = sql`geom`) => selectFeature(def, sql`st_asgeojson(${geometry})::json as geom`);
 
 function toFeature(row: Record<string, unknown>, def: CollectionDef): StoredFeature {
   const properties: Record<string, AttributeValue> = {};
@@ -130,7 +132,7 @@ export async function readFeatureBatch(
   const lonLat = def.srid === 4326 ? sql`geom` : sql`st_transform(geom, 4326)`;
   const geometry = encoding === 'wkt' ? sql`st_astext(${lonLat}) as geom` : sql`st_asgeojson(${lonLat}) as geom`;
   const { rows } = await sql<Record<string, unknown>>`
-    select ${sql.join([sql`fid`, geometry, ...Object.keys(def.properties).map((name) => sql.id(name))])}
+    select ${selectFeature(def, geometry)}
     from ${sql.id(schema, def.name)} where fid > ${after} order by fid limit ${limit}`.execute(db);
   return rows.map((row) => {
     const { id, properties } = toFeature(row, def);

@@ -3,7 +3,7 @@ import type { Database } from '../db/client.js';
 import { isUniqueViolation } from '../db/constraint-errors.js';
 import { NAME_PATTERN, parseCollectionDef } from './collection-definition.js';
 import {
-  collectionStats, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, provisionCatalogue,
+  collectionSummary, createCollectionTable, dropCollection, findCollection, insertCollection, isKnownSrid, provisionCatalogue,
 } from './collections.repo.js';
 import { featureDownload } from './downloads.js';
 import type { GeoPackageMaker } from './geopackage.js';
@@ -171,7 +171,8 @@ async function createCollection(db: Database, request: FeatureRequest, catalogue
 }
 
 async function describe(db: Database, schema: string, def: CollectionDef) {
-  return { ...def, ...(await collectionStats(db, schema, def.name)) };
+  const { featureCount, bbox } = await collectionSummary(db, schema, def);
+  return { ...def, featureCount, bbox };
 }
 
 async function collectionNamed(db: Database, schema: string, name: string): Promise<CollectionDef> {

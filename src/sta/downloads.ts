@@ -1,12 +1,17 @@
 import { sql, type RawBuilder } from 'kysely';
+import pg from 'pg';
 import type { Database } from '../db/client.js';
+import type { CopyOut } from '../db/copy-out.js';
 import { AppError } from '../errors.js';
-import { CSV_LINE_END, csvField, type Download } from '../util/download.js';
+import { CSV_LINE_END, csvField, CsvRecordEnds, type Download } from '../util/download.js';
 
 /**
  * The bulk downloads of a SensorThings API: every Observation as CSV and every Thing at its latest
- * Location as GeoJSON. Both are read in keyset batches, each a short statement of its own, so a
- * download of any size holds one batch in memory and no connection while the client reads.
+ * Location as GeoJSON. Both can be read in keyset batches, each a short statement of its own, so a
+ * download of any size holds one batch in memory and no connection while the client reads. On
+ * PostgreSQL the Observations are streamed by COPY instead while a slot is free (twice as fast: no
+ * batches, no rows in this process), holding a connection of their own while the client reads.
+ * Both ways write the same file.
  *
  * The Observations of MultiDatastreams are not in the CSV: its columns name one Datastream and one
  * result per row, which an Observation of several results does not fit.
@@ -24,10 +29,10 @@ const THING_BATCH = 1_000;
 const OBSERVATION_COLUMNS = ['datastream_id', 'datastream_name', 'phenomenon_time', 'result_time', 'result', 'feature_of_interest_id'];
 
 /** `fileStem`: the start of the file's name (the dataset's and the API's). Throws NOT_FOUND for any other path. */
-export function staDownload(db: Database, schema: string, path: string, fileStem: string): Download {
+export function staDownload(db: Database, copyOut: CopyOut | null, schema: string, path: string, fileStem: string): Download {
   const kind = Object.hasOwn(STA_DOWNLOADS, path) ? STA_DOWNLOADS[path as keyof typeof STA_DOWNLOADS] : undefined;
   if (kind === 'observations') {
-    return { fileName: `${fileStem}-observations.csv`, mediaType: 'text/csv; charset=utf-8', body: { kind: 'chunks', chunks: () => observationsCsv(db, schema) } };
+    return { fileName: `${fileStem}-observations.csv`, mediaType: 'text/csv; charset=utf-8', body: { kind: 'chunks', chunks: () => observationsCsv(db, copyOut, schema) } };
   }
   if (kind === 'things') {
     return { fileName: `${fileStem}-things.geojson`, mediaType: 'application/geo+json', body: { kind: 'chunks', chunks: () => thingsGeoJson(db, schema) } };
@@ -36,29 +41,64 @@ export function staDownload(db: Database, schema: string, path: string, fileStem
 }
 
 /** An instant as the API writes it (ISO 8601 in UTC, milliseconds), whatever the session's time zone. */
-const isoInstant = (column: string) => sql`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const isoInstantText = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const isoInstant = (column: string) => sql.raw(isoInstantText(column));
 
-/** A CSV field built in SQL: quoted when it holds a comma, a quote or a line break. */
-const csvText = (text: RawBuilder<unknown>) =>
-  sql`(case when ${text} ~ '[",\r\n]' then '"' || replace(${text}, '"', '""') || '"' else ${text} end)`;
+/** An Observation's phenomenonTime: its instant, or its interval as `start/end`. */
+const PHENOMENON_TIME = `${isoInstantText('o.phenomenon_time_start')}
+  || case when o.phenomenon_time_end <> o.phenomenon_time_start then '/' || ${isoInstantText('o.phenomenon_time_end')} else '' end`;
 
 /**
- * Ordered by Datastream, then phenomenon time (then id): each Datastream's Observations come from its
- * (datastream, time) index read backwards, one batch after the other from the last row sent.
+ * A CSV field built in SQL, as PostgreSQL's COPY writes one: quoted when it holds a comma, a quote
+ * or a line break, and an empty text as `""` (an empty field, unquoted, is a null).
  */
-async function* observationsCsv(db: Database, schema: string): AsyncGenerator<string> {
+const csvText = (text: RawBuilder<unknown>) =>
+  sql`(case when ${text} = '' then '""' when ${text} ~ '[",\r\n]' then '"' || replace(${text}, '"', '""') || '"' else ${text} end)`;
+/** The same in this process. */
+const csvCell = (text: string | null) => (text === null ? '' : text === '' ? '""' : csvField(text));
+
+/**
+ * Every Observation of a Datastream, ordered by Datastream, then phenomenon time (then id): by COPY
+ * when one may run, else in keyset batches. Either way the records end with CRLF (RFC 4180).
+ */
+async function* observationsCsv(db: Database, copyOut: CopyOut | null, schema: string): AsyncGenerator<Buffer | string> {
+  const copied = copyOut ? await copyOut.open(observationsCopy(schema)) : null;
+  if (!copied) return yield* observationsInBatches(db, schema);
+  const ends = new CsvRecordEnds();
+  for await (const chunk of copied) yield ends.convert(chunk as Buffer);
+}
+
+/**
+ * The COPY statement: its CSV format quotes as RFC 4180 does (only where needed), writes a null as
+ * an empty field and the header from the column names. A string result is written as its text, any
+ * other JSON as its JSON text (a number as it is), a JSON null as an empty field.
+ */
+function observationsCopy(schema: string): string {
+  const table = (name: string) => `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`;
+  return `copy (
+    select o.datastream_id, d.name as datastream_name, ${PHENOMENON_TIME} as phenomenon_time,
+      ${isoInstantText('o.result_time')} as result_time,
+      case jsonb_typeof(o.result) when 'null' then null else o.result #>> '{}' end as result,
+      o.feature_of_interest_id
+    from ${table('observations')} o join ${table('datastreams')} d on d.id = o.datastream_id
+    order by o.datastream_id, o.phenomenon_time_start, o.id
+  ) to stdout with (format csv, header)`;
+}
+
+/**
+ * The keyset way: each Datastream's Observations come from its (datastream, time) index read
+ * backwards, one batch after the other from the last row sent.
+ */
+async function* observationsInBatches(db: Database, schema: string): AsyncGenerator<string> {
   // The header goes out with the first rows: a database that fails the first read still gets a problem answer.
   let head = OBSERVATION_COLUMNS.join(',') + CSV_LINE_END;
   const observations = sql.id(schema, 'observations');
-  // A string result is written as its text, any other JSON as its JSON text (a number as it is).
-  // `#>> '{}'`: a string's text without its quotes, any other JSON as its text; numbers and booleans never need quoting.
+  // Numbers and booleans never need quoting; `#>> '{}'`: a string's text without its quotes, any other JSON as its text.
   const result = sql`(case jsonb_typeof(o.result) when 'number' then o.result::text when 'boolean' then o.result::text
     when 'null' then '' else ${csvText(sql`(o.result #>> '{}')`)} end)`;
-  const line = sql`${isoInstant('o.phenomenon_time_start')}
-    || case when o.phenomenon_time_end <> o.phenomenon_time_start then '/' || ${isoInstant('o.phenomenon_time_end')} else '' end
-    || ',' || coalesce(${isoInstant('o.result_time')}, '') || ',' || ${result} || ',' || o.feature_of_interest_id`;
+  const line = sql`${sql.raw(PHENOMENON_TIME)} || ',' || coalesce(${isoInstant('o.result_time')}, '') || ',' || ${result} || ',' || o.feature_of_interest_id`;
   for await (const datastream of datastreams(db, schema)) {
-    const prefix = `${datastream.id},${csvField(datastream.name ?? '')},`;
+    const prefix = `${datastream.id},${csvCell(datastream.name)},`;
     let after: { time: string; id: number } | null = null;
     for (;;) {
       // A batch comes back as one text of its lines and the key of its last row: a row object per

@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import type { CopyOut } from '../db/copy-out.js';
 import type { QueryLimits } from './query/limits.js';
 import type { StaRequest, StaResponse } from './types.js';
 import type { Change } from './write-sql.js';
@@ -26,6 +27,8 @@ export interface StaServerDeps {
   limits?: StaLimits;
   /** The MQTT broker's URLs, shown in the service root (`mqttEndpointsOf` derives them from the settings). */
   mqttEndpoints?: readonly string[];
+  /** On PostgreSQL: streams `observations.csv` with COPY while a slot is free (else keyset batches). */
+  copyOut?: CopyOut | null;
 }
 
 export interface StaLimits extends QueryLimits {

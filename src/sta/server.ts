@@ -103,6 +103,6 @@ export function createStaServer(deps: StaServerDeps): StaServer {
       return head;
     },
     provision: (trx, schema) => provisionStorage(trx, schema),
-    download: (schema, path, fileStem) => staDownload(deps.db, schema, path, fileStem),
+    download: (schema, path, fileStem) => staDownload(deps.db, deps.copyOut ?? null, schema, path, fileStem),
   };
 }

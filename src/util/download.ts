@@ -34,3 +34,38 @@ export function csvField(text: string): string {
 
 /** The line ending of RFC 4180. */
 export const CSV_LINE_END = '\r\n';
+
+const LF = 0x0a;
+const CR = 0x0d;
+const QUOTE = 0x22;
+
+/**
+ * Ends each CSV record with CRLF where its bytes end records with LF alone (PostgreSQL's COPY
+ * does), leaving a line break inside a quoted field as it is. Fed a file's bytes in order, chunk
+ * by chunk: whether a chunk starts inside quotes is carried over. A field's quotes always pair
+ * up (`""` inside one toggles twice), so counting them tells inside from outside.
+ */
+export class CsvRecordEnds {
+  #quoted = false;
+
+  convert(chunk: Buffer): Buffer {
+    const ends: number[] = [];
+    let quote = chunk.indexOf(QUOTE);
+    for (let lf = chunk.indexOf(LF); lf !== -1; lf = chunk.indexOf(LF, lf + 1)) {
+      for (; quote !== -1 && quote < lf; quote = chunk.indexOf(QUOTE, quote + 1)) this.#quoted = !this.#quoted;
+      if (!this.#quoted) ends.push(lf);
+    }
+    for (; quote !== -1; quote = chunk.indexOf(QUOTE, quote + 1)) this.#quoted = !this.#quoted;
+    if (ends.length === 0) return chunk;
+    const converted = Buffer.allocUnsafe(chunk.length + ends.length);
+    let from = 0;
+    let to = 0;
+    for (const lf of ends) {
+      to += chunk.copy(converted, to, from, lf);
+      converted[to++] = CR;
+      from = lf;
+    }
+    chunk.copy(converted, to, from);
+    return converted;
+  }
+}
