@@ -56,7 +56,7 @@ const EnvSchema = Type.Object({
   STA_EXPAND_MAX_DEPTH: Type.Integer({ default: 8, minimum: 1, maximum: 64 }),
   STA_EXPAND_MAX_BYTES: Type.Integer({ default: 8192, minimum: 64, maximum: 65_536 }),
   STA_BATCH_MAX_REQUESTS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
-  // Fair map work: MapServer requests running per caller, how long one may wait, the largest image side.
+  // Fair map work: MapServer requests running per caller while another waits (idle workers take any), how long one may wait, the largest image side.
   OWS_MAX_PER_CALLER: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
   OWS_QUEUE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   OWS_MAX_IMAGE_SIZE: Type.Integer({ default: 4096, minimum: 64, maximum: 16_384 }),

@@ -14,15 +14,12 @@ import { to as copyTo } from 'pg-copy-streams';
  * stops the statement at its next write: a COPY cannot be cancelled on its own connection, and
  * ending the connection politely would first read what the backend still has to send.
  */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 export class CopyOut {
   #running = 0;
 
   constructor(private readonly options: { databaseUrl: string; concurrency: number }) {}
-
-  /** How many run now (for tests and metrics). */
-  get running(): number {
-    return this.#running;
-  }
 
   /**
    * Connects and starts `statement` (a `COPY … TO STDOUT`, with no parameters: COPY takes none, so
@@ -34,7 +31,8 @@ export class CopyOut {
   async open(statement: string): Promise<Readable | null> {
     if (this.#running >= this.options.concurrency) return null;
     this.#running++;
-    const client = new pg.Client({ connectionString: this.options.databaseUrl });
+    // Named in pg_stat_activity; a server that does not answer in time is one that cannot COPY now.
+    const client = new pg.Client({ connectionString: this.options.databaseUrl, application_name: 'download-copy', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // An error after the connection is up (the backend terminated) reaches the stream too; this
     // only keeps it from being an unhandled 'error' event.
     client.on('error', () => {});

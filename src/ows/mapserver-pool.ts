@@ -146,8 +146,9 @@ interface Worker {
 
 /**
  * Waiting requests, one line per caller, served round-robin: the caller whose turn it is gives its
- * oldest request, unless it already has its share running. So one caller's backlog never delays
- * another caller's request by more than the requests already running.
+ * oldest request, unless it already has its share running while another caller waits. So one
+ * caller's backlog never delays another caller's request by more than the requests already
+ * running, and a caller alone still has every idle worker.
  */
 class FairQueue {
   private readonly lines = new Map<string, Job[]>();
@@ -184,23 +185,27 @@ class FairQueue {
     return true;
   }
 
-  /** The next job to hand to MapServer, counted as running; undefined when every waiting caller has its share running. */
-  next(): Job | undefined {
-    for (let i = 0; i < this.turns.length; i += 1) {
-      const caller = this.turns[i]!;
-      if ((this.running.get(caller) ?? 0) >= this.maxPerCaller) continue;
-      const line = this.lines.get(caller)!;
-      const job = line.shift()!;
-      this.size -= 1;
-      job.waiting = false;
-      // Its turn is used: it goes to the back, or out when it has nothing more waiting.
-      this.turns.splice(i, 1);
-      if (line.length > 0) this.turns.push(caller);
-      else this.lines.delete(caller);
-      this.running.set(caller, (this.running.get(caller) ?? 0) + 1);
-      return job;
-    }
-    return undefined;
+  /**
+   * The next job to hand to MapServer, counted as running: the oldest of the first caller in turn
+   * that has less than its share running. With `beyondShare` (an idle worker: the share is
+   * work-conserving), the first caller in turn when every waiting caller has its share running.
+   * Undefined when nothing may go.
+   */
+  next(beyondShare = false): Job | undefined {
+    const within = this.turns.findIndex((caller) => (this.running.get(caller) ?? 0) < this.maxPerCaller);
+    const i = within >= 0 ? within : beyondShare && this.turns.length > 0 ? 0 : -1;
+    if (i < 0) return undefined;
+    const caller = this.turns[i]!;
+    const line = this.lines.get(caller)!;
+    const job = line.shift()!;
+    this.size -= 1;
+    job.waiting = false;
+    // Its turn is used: it goes to the back, or out when it has nothing more waiting.
+    this.turns.splice(i, 1);
+    if (line.length > 0) this.turns.push(caller);
+    else this.lines.delete(caller);
+    this.running.set(caller, (this.running.get(caller) ?? 0) + 1);
+    return job;
   }
 
   /** A job handed out by next() finished (or went back to its line). */
@@ -418,9 +423,12 @@ export class MapServerPool {
   /** Hands waiting requests to free places, idle workers first, then workers' backlogs. */
   private pump(): void {
     while (this.queue.size > 0) {
-      const worker = this.workers.find((w) => w.ready && w.jobs.length === 0) ?? this.workers.find((w) => w.ready && w.jobs.length < DEPTH);
+      const idle = this.workers.find((w) => w.ready && w.jobs.length === 0);
+      const worker = idle ?? this.workers.find((w) => w.ready && w.jobs.length < DEPTH);
       if (!worker) return;
-      const job = this.queue.next();
+      // An idle worker takes any waiting request, so none idles while one waits (the share is
+      // work-conserving); a place in a busy worker's backlog goes only to a caller within its share.
+      const job = this.queue.next(worker === idle);
       if (!job) return;
       if (job.queueTimer) clearTimeout(job.queueTimer);
       job.queueTimer = null;

@@ -68,6 +68,19 @@ describe('MapServerPool: fair share between callers (real mapserv)', { skip: mis
     assert.deepEqual(order, ['a0', 'a1', 'a2', 'b4', 'a3']);
   });
 
+  test('the share is work-conserving: a caller alone has every idle worker; once another caller waits, only its share', async () => {
+    const pool = await startPool({ size: 3, maxPerCaller: 1 });
+    const run = (caller: string, params: Record<string, string>) => pool.run(params, undefined, undefined, undefined, caller);
+    // Three workers, a share of 1: the lone caller's three maps run at once, none waits.
+    const alone = [run('a', getMap(2048)), run('a', getMap(2048)), run('a', getMap(2048))];
+    assert.equal(pool.waiting, 0, 'no worker idles while a request waits');
+    // Every worker busy: b, within its share, takes a place in a worker's backlog at once; a's
+    // fourth waits in its line (a has more than its share running and b is served).
+    const mixed = [run('b', capabilities()), run('a', getMap(2048))];
+    assert.equal(pool.waiting, 1);
+    for (const answer of await Promise.all([...alone, ...mixed])) assert.equal(answer.status, 200);
+  });
+
   test('lines are served round-robin between callers with backlogs', async () => {
     const pool = await startPool({ maxPerCaller: 1 });
     const order = await finishingOrder(pool, [
