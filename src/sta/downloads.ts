@@ -9,9 +9,9 @@ import { CSV_LINE_END, csvField, CsvRecordEnds, type Download } from '../util/do
  * The bulk downloads of a SensorThings API: every Observation as CSV and every Thing at its latest
  * Location as GeoJSON. Both can be read in keyset batches, each a short statement of its own, so a
  * download of any size holds one batch in memory and no connection while the client reads. On
- * PostgreSQL the Observations are streamed by COPY instead while a slot is free (twice as fast: no
- * batches, no rows in this process), holding a connection of their own while the client reads.
- * Both ways write the same file.
+ * PostgreSQL the Observations are streamed by COPY instead while a slot is free (1.25 times as
+ * fast, memory flat: no batches, no rows in this process), holding a connection of their own while
+ * the client reads. Both ways write the same file.
  *
  * The Observations of MultiDatastreams are not in the CSV: its columns name one Datastream and one
  * result per row, which an Observation of several results does not fit.
