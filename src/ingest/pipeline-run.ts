@@ -39,7 +39,7 @@ export interface PipelineRunDeps {
   /** Inside a batch's transaction: whether the pipeline may still write; holds the dataset row against an unrelease until commit. */
   stillRunnable(trx: Database, pipelineId: string): Promise<boolean>;
   saveStatus(pipelineId: string, status: RuntimeStatus): Promise<void>;
-  metrics: { count(pipeline: string, outcome: 'received' | 'written' | 'rejected' | 'skipped', n: number): void; stopped(pipeline: string): void };
+  metrics: { started(pipeline: string): void; count(pipeline: string, outcome: 'received' | 'written' | 'rejected' | 'skipped', n: number): void; stopped(pipeline: string): void };
   log: IngestLog;
   /** The pipeline found it may no longer write (unreleased, a data source unreleased): the runtime reconciles. */
   noLongerRunnable(pipelineId: string): void;
@@ -96,6 +96,7 @@ export class PipelineRun {
       return;
     }
     const { mapping, writer } = problem;
+    this.#deps.metrics.started(this.spec.id);
     for (const source of this.spec.dataSources) {
       const factory = this.#deps.connectors[source.connectorType]!;
       try {

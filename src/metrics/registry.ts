@@ -103,7 +103,8 @@ const statusLabel = (status: number) => {
 /**
  * The pipeline metrics, named here once for the runtime (src/ingest/) to feed: records by outcome,
  * and the age of each pipeline's last record (computed at scrape time from when it arrived). No
- * sample exists until a pipeline reports one.
+ * sample exists until a pipeline starts; from then on every outcome has its series, at 0 until it
+ * counts one, so that an alert on `rejected` can be written before the first rejection.
  */
 export class PipelineMetrics {
   readonly #records: Counter<'pipeline' | 'outcome'>;
@@ -128,6 +129,11 @@ export class PipelineMetrics {
         for (const [pipeline, at] of lastRecordAt) this.set({ pipeline }, Math.max(0, (now - at) / 1000));
       },
     });
+  }
+
+  /** A pipeline started in this process: each outcome's series exists from now on (at 0 if new). */
+  started(pipeline: string): void {
+    for (const outcome of RECORD_OUTCOMES) this.#records.inc({ pipeline, outcome }, 0);
   }
 
   /** Adds `count` records of a pipeline (its id) with that outcome; a received record also dates the pipeline's last record. */

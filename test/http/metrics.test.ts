@@ -169,13 +169,18 @@ for (const kind of databaseKinds(import.meta.url)) {
       }
     });
 
-    test('the pipeline metrics are declared with no sample until a pipeline reports one, and drop its series when it is deleted', async () => {
+    test('the pipeline metrics are declared with no sample until a pipeline starts, then every outcome at 0; they drop its series when it is deleted', async () => {
       const quiet = await scrape(t);
       assert.equal(quiet.types.get('pipeline_records_total'), 'counter');
       assert.equal(quiet.types.get('pipeline_last_record_age_seconds'), 'gauge');
       assert.deepEqual(quiet.samples.filter((sample) => sample.name.startsWith('pipeline_')), []);
 
       const pipeline = randomUUID();
+      t.ctx.metrics.pipelines.started(pipeline);
+      const started = await scrape(t);
+      for (const outcome of ['received', 'written', 'rejected', 'skipped']) {
+        assert.equal(valueOf(started, 'pipeline_records_total', { pipeline, outcome }), 0, `${outcome} at 0 before any record`);
+      }
       t.ctx.metrics.pipelines.count(pipeline, 'received', 3, Date.now() - 5_000);
       t.ctx.metrics.pipelines.count(pipeline, 'written', 2);
       const reported = await scrape(t);

@@ -98,6 +98,17 @@ for (const kind of databaseKinds(import.meta.url)) {
       assert.match(metrics.body, new RegExp(`pipeline_last_record_age_seconds\\{pipeline="${dataset.pipelineId}"\\} \\d`));
     });
 
+    it('a running pipeline has every outcome series in /metrics from its start, at 0 before its first record', async () => {
+      records = []; // polled, but nothing to count yet
+      const source = await releasedDataSource(t, 'HTTP', { url: `${url}/silent`, interval: '1h', records_pointer: '/data' });
+      const dataset = await pipelineDataset(t, { dataSourceIds: [source.id], mapping: MAPPING });
+      await dataset.statusUntil((s) => s?.state === 'RUNNING', 'the pipeline to run');
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      for (const outcome of ['received', 'written', 'rejected', 'skipped']) {
+        assert.match(metrics, new RegExp(`pipeline_records_total\\{pipeline="${dataset.pipelineId}",outcome="${outcome}"\\} 0\\n`));
+      }
+    });
+
     it('restart starts it again with fresh counters; unrelease stops it (status null, no more polls), release starts it again', async () => {
       records = [{ station: 'east', time: '2026-02-01T00:00:00Z', value: 7, lon: 8.6, lat: 49.1 }];
       const source = await releasedDataSource(t, 'HTTP', { url: `${url}/east`, interval: '1s', records_pointer: '/data' });
