@@ -2,6 +2,9 @@ import type { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 
+/** How long a COPY's own connection may take to open before the download is read in batches instead. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 /**
  * `COPY (…) TO STDOUT` streamed as PostgreSQL writes it, each over a connection of its own: the
  * fastest way out of the database for a whole table (no row objects, no batches), at the price of a
@@ -14,8 +17,6 @@ import { to as copyTo } from 'pg-copy-streams';
  * stops the statement at its next write: a COPY cannot be cancelled on its own connection, and
  * ending the connection politely would first read what the backend still has to send.
  */
-const CONNECT_TIMEOUT_MS = 5_000;
-
 export class CopyOut {
   #running = 0;
 
