@@ -1,3 +1,4 @@
+import { FALLBACK } from './direct-expressions.js';
 import type { CompiledMapping } from './mapping.js';
 import type { MappedRecord, SourceRecord } from './types.js';
 
@@ -17,44 +18,84 @@ export interface Bindings {
   dataSource: { id: string; name: string };
 }
 
-export async function mapRecord(mapping: CompiledMapping, record: SourceRecord, bindings: Bindings): Promise<MappingResult> {
+/**
+ * Synchronous while every expression answers directly (a member path, a literal); the first one
+ * that needs JSONata continues the record asynchronously. So a mapping of plain paths costs no
+ * promise per record.
+ */
+export function mapRecord(mapping: CompiledMapping, record: SourceRecord, bindings: Bindings): MappingResult | Promise<MappingResult> {
   if (record.value === undefined) return { kind: 'rejected', reason: record.unreadable ?? 'the payload is not JSON', field: null };
-  const variables: Record<string, unknown> = { receivedAt: record.receivedAt.toISOString(), dataSource: bindings.dataSource };
-  if (record.topic !== undefined) variables['topic'] = record.topic;
   if (mapping.filter) {
-    let keep: unknown;
-    try {
-      keep = await mapping.filter.evaluate(record.value, variables);
-    } catch (error) {
-      return { kind: 'rejected', reason: `filter: ${evaluationProblem(error)}`, field: null };
-    }
-    if (!keep) return { kind: 'skipped' };
+    const keep = mapping.filter.direct ? mapping.filter.direct(record.value) : FALLBACK;
+    if (keep === FALLBACK) return mapWithJsonata(mapping, record, bindings, true, 0, {});
+    if (!keep) return SKIPPED;
   }
   const value: Record<string, unknown> = {};
-  for (const field of mapping.fields) {
-    let result: unknown;
-    try {
-      result = await field.expression.evaluate(record.value, variables);
-    } catch (error) {
-      return { kind: 'rejected', reason: `${field.path}: ${evaluationProblem(error)}`, field: field.path };
-    }
+  const { fields } = mapping;
+  for (let i = 0; i < fields.length; i++) {
+    const { expression, path, segments } = fields[i]!;
+    const result = expression.direct ? expression.direct(record.value) : FALLBACK;
+    if (result === FALLBACK) return mapWithJsonata(mapping, record, bindings, false, i, value);
     if (result === undefined) continue;
-    const clash = put(value, field.segments, plain(result));
-    if (clash) return { kind: 'rejected', reason: `${field.path}: ${clash}`, field: field.path };
+    const clash = put(value, segments, expression.literal ? result : plain(result));
+    if (clash) return { kind: 'rejected', reason: `${path}: ${clash}`, field: path };
   }
   return { kind: 'mapped', record: { value, receivedAt: record.receivedAt } };
 }
 
-/** Sets `segments` in `target`, making objects on the way; answers a problem when a path crosses a value set by another field. */
+const SKIPPED: MappingResult = Object.freeze({ kind: 'skipped' });
+
+/** The rest of a record from field `from` on (and its filter first, when `filterPending`), JSONata where direct evaluation fell back. */
+async function mapWithJsonata(
+  mapping: CompiledMapping, record: SourceRecord, bindings: Bindings, filterPending: boolean, from: number, value: Record<string, unknown>,
+): Promise<MappingResult> {
+  const variables: Record<string, unknown> = { receivedAt: record.receivedAt.toISOString(), dataSource: bindings.dataSource };
+  if (record.topic !== undefined) variables['topic'] = record.topic;
+  if (filterPending && mapping.filter) {
+    let keep: unknown;
+    try {
+      keep = await mapping.filter.jsonata.evaluate(record.value, variables);
+    } catch (error) {
+      return { kind: 'rejected', reason: `filter: ${evaluationProblem(error)}`, field: null };
+    }
+    if (!keep) return SKIPPED;
+  }
+  const { fields } = mapping;
+  for (let i = from; i < fields.length; i++) {
+    const { expression, path, segments } = fields[i]!;
+    let result = expression.direct ? expression.direct(record.value) : FALLBACK;
+    const alreadyPlain = result !== FALLBACK && expression.literal;
+    if (result === FALLBACK) {
+      try {
+        result = await expression.jsonata.evaluate(record.value, variables);
+      } catch (error) {
+        return { kind: 'rejected', reason: `${path}: ${evaluationProblem(error)}`, field: path };
+      }
+    }
+    if (result === undefined) continue;
+    const clash = put(value, segments, alreadyPlain ? result : plain(result));
+    if (clash) return { kind: 'rejected', reason: `${path}: ${clash}`, field: path };
+  }
+  return { kind: 'mapped', record: { value, receivedAt: record.receivedAt } };
+}
+
+/**
+ * Sets `segments` in `target`, making objects on the way; answers a problem when a path crosses a
+ * value set by another field. A literal's object on the way (frozen, shared by every record) is
+ * copied before a member is added to it.
+ */
 function put(target: Record<string, unknown>, segments: readonly string[], value: unknown): string | null {
   let node = target;
-  for (const segment of segments.slice(0, -1)) {
-    const next = node[segment];
-    if (next === undefined) node = node[segment] = {};
-    else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
-    else return `another field already set ${segment} to a value that is not an object`;
+  const last = segments.length - 1;
+  for (let i = 0; i < last; i++) {
+    const segment = segments[i]!;
+    let next = node[segment];
+    if (next === undefined) next = node[segment] = {};
+    else if (typeof next !== 'object' || next === null || Array.isArray(next)) return `another field already set ${segment} to a value that is not an object`;
+    else if (Object.isFrozen(next)) next = node[segment] = { ...next };
+    node = next as Record<string, unknown>;
   }
-  node[segments[segments.length - 1]!] = value;
+  node[segments[last]!] = value;
   return null;
 }
 

@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
 import jsonata from 'jsonata';
+import { directEvaluator, type DirectEvaluator } from './direct-expressions.js';
 
 /**
  * A mapping document (the CIVITAS/CORE shape, `{"fields": {"<target path>": "<expression>"},
@@ -23,18 +24,29 @@ export const MAX_EXPRESSION_BYTES = 4096;
  */
 export const MAX_EXPRESSION_NESTING = 64;
 
+/**
+ * An expression compiled by JSONata, and where it is a member path or a literal, its direct
+ * evaluator too (`direct-expressions.ts`), which the mapper tries first.
+ */
+export interface CompiledExpression {
+  jsonata: jsonata.Expression;
+  direct: DirectEvaluator | null;
+  /** The direct evaluator answers one plain JSON value for every record (no copy needed). */
+  literal: boolean;
+}
+
 /** A target path split into its segments: `$.Datastream.@iot.id` → `Datastream`, `@iot.id`. */
 export interface CompiledField {
   /** The target path as the document gives it. */
   path: string;
   segments: string[];
-  expression: jsonata.Expression;
+  expression: CompiledExpression;
 }
 
 export interface CompiledMapping {
   fields: CompiledField[];
   /** Null when the document has no filter: every record passes. */
-  filter: jsonata.Expression | null;
+  filter: CompiledExpression | null;
 }
 
 /**
@@ -53,7 +65,7 @@ export function compileMapping(document: unknown): MappingCompilation {
   const faults: MappingFault[] = [];
   const fault = (at: string, problem: string) => faults.push({ at, message: `${at}: ${problem}` });
   const fields: CompiledField[] = [];
-  let filter: jsonata.Expression | null = null;
+  let filter: CompiledExpression | null = null;
 
   const rawFields = isObject(document) ? document.fields : undefined;
   if (!isObject(rawFields)) {
@@ -102,7 +114,7 @@ export function targetSegments(path: string): string[] | null {
 }
 
 /** The compiled expression, or why it cannot be one (a message without the location prefix). */
-function compileExpression(source: unknown): jsonata.Expression | string {
+function compileExpression(source: unknown): CompiledExpression | string {
   if (typeof source !== 'string') return 'must be a string holding a JSONata expression';
   const bytes = Buffer.byteLength(source, 'utf8');
   if (bytes > MAX_EXPRESSION_BYTES) return `is ${bytes} bytes long; an expression may have at most ${MAX_EXPRESSION_BYTES}`;
@@ -110,11 +122,14 @@ function compileExpression(source: unknown): jsonata.Expression | string {
   if (nesting.depth > MAX_EXPRESSION_NESTING) {
     return `nests brackets more than ${MAX_EXPRESSION_NESTING} deep at position ${nesting.position}; an expression may nest at most ${MAX_EXPRESSION_NESTING}`;
   }
+  let expression: jsonata.Expression;
   try {
-    return jsonata(source);
+    expression = jsonata(source);
   } catch (error) {
     return compileProblem(error);
   }
+  const direct = directEvaluator(expression.ast());
+  return { jsonata: expression, direct: direct?.evaluate ?? null, literal: direct?.literal ?? false };
 }
 
 /**

@@ -177,8 +177,11 @@ export class PipelineRun {
     const rejections: Rejection[] = [];
     let skipped = 0;
     const bindings = { dataSource: { id: source.id, name: source.name } };
-    for (const [index, record] of batch.records.entries()) {
-      const result = await mapRecord(mapping, record, bindings);
+    const { records } = batch;
+    for (let index = 0; index < records.length; index++) {
+      const record = records[index]!;
+      const outcome = mapRecord(mapping, record, bindings);
+      const result = outcome instanceof Promise ? await outcome : outcome;
       if (result.kind === 'mapped') {
         mapped.push(result.record);
         mappedFrom.push(index);

@@ -7,7 +7,7 @@ import { createEntity } from './deep-insert.js';
 import { featureOfInterestFor } from './feature-of-interest.js';
 import type { ParsedEntity } from './validate.js';
 import type { WriteContext } from './write-sql.js';
-import type { DatastreamDefinition, ObservationRow } from './pipeline-records.js';
+import { thingToCreate, type DatastreamDefinition, type ObservationRow } from './pipeline-records.js';
 
 /**
  * What the Observations of one pipeline batch link to: their Datastreams (by id, or by name,
@@ -106,16 +106,19 @@ async function learnDatastreamsByName(w: WriteContext, known: Known, names: stri
   }
 }
 
+/** Each linked entity: its navigation, its set, what names it, and what to create when its name is new. */
 const LINKED = [
-  ['Thing', ENTITIES.Things, (d: DatastreamDefinition) => d.thing],
-  ['Sensor', ENTITIES.Sensors, (d: DatastreamDefinition) => d.sensor],
-  ['ObservedProperty', ENTITIES.ObservedProperties, (d: DatastreamDefinition) => d.observedProperty],
+  ['Thing', ENTITIES.Things, (d: DatastreamDefinition) => d.thing, thingToCreate],
+  ['Sensor', ENTITIES.Sensors, (d: DatastreamDefinition) => d.sensor, (d: DatastreamDefinition) => d.sensor],
+  ['ObservedProperty', ENTITIES.ObservedProperties, (d: DatastreamDefinition) => d.observedProperty, (d: DatastreamDefinition) => d.observedProperty],
 ] as const;
 
 /**
  * Creates the Datastreams no one has yet, each with its Thing, Sensor and ObservedProperty reused by
  * name or created, each Datastream in a savepoint so that one that cannot be stored fails alone.
- * Answers why a name could not be created.
+ * A Thing created here gets the record's `Datastream.Thing.Location`, if any; one reused keeps its
+ * own Locations. This runs before the FeaturesOfInterest are resolved, so the Observations of the
+ * same batch already derive theirs from the new Location. Answers why a name could not be created.
  */
 async function createDatastreams(w: WriteContext, known: Known, definitions: DatastreamDefinition[], created: Set<number>): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
@@ -127,11 +130,11 @@ async function createDatastreams(w: WriteContext, known: Known, definitions: Dat
     const fresh: [Map<string, number>, string, number][] = [];
     try {
       const id = await withSavepoint(w.trx, async () => {
-        for (const [i, [navName, , part]] of LINKED.entries()) {
+        for (const [i, [navName, , part, toCreate]] of LINKED.entries()) {
           const parsed = part(definition);
           let linkedId = linkedIds[i]!.get(nameOf(parsed));
           if (linkedId === undefined) {
-            linkedId = await createEntity(w, parsed);
+            linkedId = await createEntity(w, toCreate(definition));
             fresh.push([linkedIds[i]!, nameOf(parsed), linkedId]);
           }
           const nav = navigationOf(ENTITIES.Datastreams, navName)!;

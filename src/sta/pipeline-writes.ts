@@ -6,7 +6,7 @@ import { ENTITIES } from './model.js';
 import { AliasNames, tableOf } from './sql-context.js';
 import { lockStreams } from './derived.js';
 import { announceChanges, type Change, type WriteContext } from './write-sql.js';
-import { isFault, parseRecord, type ObservationRow } from './pipeline-records.js';
+import { isFault, parseRecords, type ObservationRow } from './pipeline-records.js';
 import { resolveDatastreams, resolveFeatures, storeAll, type Known, type PendingObservation, type Reject } from './pipeline-links.js';
 
 /**
@@ -50,11 +50,11 @@ export function createObservationWriter(deps: ObservationWriterDeps): PayloadWri
   };
 
   return {
-    prepare: (records) => records.map((record) => parseRecord(record)),
+    prepare: (records) => parseRecords(records),
     async write(trx: Database, schema: string, records: readonly MappedRecord[], prepared?: unknown): Promise<WriteResult> {
       const outcomes: (WriteOutcome | undefined)[] = records.map(() => undefined);
       const rows: { index: number; row: ObservationRow }[] = [];
-      const parsedRecords = (prepared as ReturnType<typeof parseRecord>[] | undefined) ?? records.map((record) => parseRecord(record));
+      const parsedRecords = (prepared as ReturnType<typeof parseRecords> | undefined) ?? parseRecords(records);
       records.forEach((_record, index) => {
         const parsed = parsedRecords[index]!;
         if (isFault(parsed)) outcomes[index] = rejected(parsed.field, parsed.reason);

@@ -18,11 +18,11 @@ describe('compileMapping', () => {
     assert.deepEqual(byPath.get('Datastream.@iot.id')!.segments, ['Datastream', '@iot.id']);
     assert.deepEqual(byPath.get('result')!.segments, ['result']);
     const record = { station: 'S1', ds: 7, value: 21 };
-    assert.equal(await byPath.get('$.Datastream.name')!.expression.evaluate(record), 'S1-t');
-    assert.equal(await byPath.get('result')!.expression.evaluate(record), 42);
-    assert.deepEqual({ ...await byPath.get('parameters')!.expression.evaluate(record, { topic: 'city/air' }) }, { topic: 'city/air' });
-    assert.equal(await compiled.mapping.filter!.evaluate(record), true);
-    assert.equal(await compiled.mapping.filter!.evaluate({ value: -1 }), false);
+    assert.equal(await byPath.get('$.Datastream.name')!.expression.jsonata.evaluate(record), 'S1-t');
+    assert.equal(await byPath.get('result')!.expression.jsonata.evaluate(record), 42);
+    assert.deepEqual({ ...await byPath.get('parameters')!.expression.jsonata.evaluate(record, { topic: 'city/air' }) }, { topic: 'city/air' });
+    assert.equal(await compiled.mapping.filter!.jsonata.evaluate(record), true);
+    assert.equal(await compiled.mapping.filter!.jsonata.evaluate({ value: -1 }), false);
   });
 
   it('has no filter when the document has none or null', () => {

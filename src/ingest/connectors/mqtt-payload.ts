@@ -18,6 +18,13 @@ export const MAX_TEXT_BYTES = 64 * 1024;
  */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * JSON nested deeper than MAX_JSON_DEPTH opens and closes that many brackets: a shorter payload
+ * (most are) needs no depth scan; if it is too deep it is no JSON, and V8's JSON.parse refuses it
+ * without recursing.
+ */
+const SHORTEST_TOO_DEEP = 2 * (MAX_JSON_DEPTH + 1);
+
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 export function recordsOfPayload(topic: string, payload: Uint8Array, receivedAt: Date): SourceRecord[] {
@@ -32,8 +39,10 @@ export function recordsOfPayload(topic: string, payload: Uint8Array, receivedAt:
   } catch {
     return unreadable('the payload is not valid UTF-8');
   }
-  const tooDeepAt = depthExceededAt(text, MAX_JSON_DEPTH);
-  if (tooDeepAt >= 0) return unreadable(`the payload nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels at offset ${tooDeepAt}`);
+  if (payload.length >= SHORTEST_TOO_DEEP) {
+    const tooDeepAt = depthExceededAt(text, MAX_JSON_DEPTH);
+    if (tooDeepAt >= 0) return unreadable(`the payload nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels at offset ${tooDeepAt}`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -145,16 +145,6 @@ export async function namedApiStandardOf(db: Database, datasetId: string, slug: 
   return row?.standard;
 }
 
-/**
- * Whether the dataset is AVAILABLE with no saga under way, holding its row (FOR SHARE) until the
- * caller's transaction ends: a payload write that checked this commits before an unrelease or a
- * deletion can change the row, never after.
- */
-export async function holdAvailableDataset(trx: Database, id: string): Promise<boolean> {
-  const row = await trx.selectFrom('datasets').select(['status', 'pending_saga_type']).where('id', '=', id).forShare().executeTakeFirst();
-  return row?.status === 'AVAILABLE' && row.pending_saga_type === null;
-}
-
 export const deleteDatasetRow = (db: Database, id: string) => db.deleteFrom('datasets').where('id', '=', id).execute();
 
 /** The ids of the datasets each datapool holds, oldest first, in one query. */

@@ -5,6 +5,6 @@ export { datasetIdsOfDatapools, describeDatasetForOws, existingDatasetIds } from
 export { authorizeDatasetPart, type DatasetsContext } from './datasets.service.js';
 export type { DatasetPartCheck } from './part-checks.js';
 export type { Dataset } from './datasets.schemas.js';
-export { findDatasetState, holdAvailableDataset, namedApiStandardOf, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
+export { findDatasetState, namedApiStandardOf, namedApiStandardsOf, type DatasetState } from './datasets.repo.js';
 export { storageSchemaOf } from './dataset-sagas.js';
 export { datasetCatalogueSource } from './catalogue-source.js';

@@ -5,11 +5,11 @@ import type { SagaStep } from '../../jobs/saga-runner.js';
 import type { PipelineCatalog } from '../../ingest/runtime.js';
 import type { PipelineSpec } from '../../ingest/pipeline-run.js';
 import type { DataSourceSpec } from '../../ingest/types.js';
-import { holdAvailableDataset, namedApiStandardOf, storageSchemaOf, type DatasetSagaSteps } from '../datasets/index.js';
+import { namedApiStandardOf, storageSchemaOf, type DatasetSagaSteps } from '../datasets/index.js';
 import { availableDataSourceIds, openedSourceConfiguration } from '../datasources/index.js';
 import { resolveMapping } from '../mappings/index.js';
 import {
-  pipelineDefinition, pipelineIdsOfDataset, runnablePipelineRows, saveRuntimeStatusRow, setRuntimeStatusOfPipelines,
+  mayStillRun, pipelineDefinition, pipelineIdsOfDataset, runnablePipelineRows, saveRuntimeStatusRow, setRuntimeStatusOfPipelines,
 } from './pipelines.repo.js';
 
 /**
@@ -44,12 +44,7 @@ export function pipelineCatalog(secrets: SecretKeyRing): PipelineCatalog {
       };
       return spec;
     },
-    async stillRunnable(trx, id) {
-      const row = await pipelineDefinition(trx, id);
-      if (!row || !(await holdAvailableDataset(trx, row.dataset_id))) return false;
-      const sourceIds = row.data_source_ids;
-      return (await availableDataSourceIds(trx, sourceIds)).size === new Set(sourceIds).size;
-    },
+    stillRunnable: mayStillRun,
     async saveStatus(db, id, status) {
       await saveRuntimeStatusRow(db, id, { ...status });
     },

@@ -94,6 +94,26 @@ export const pipelinesWithMappingRef = (db: Database, datasetId: string, urns: r
 export const runnablePipelineRows = (db: Database) =>
   db.selectFrom('runnable_pipelines').select(['id', 'restart_generation']).execute();
 
+/**
+ * Whether the pipeline may write a batch now, in one statement (it runs once per batch): its
+ * dataset AVAILABLE with no saga under way, and every one of its data sources AVAILABLE (the rule
+ * of `runnable_pipelines`). The dataset row is held FOR SHARE until the transaction ends, so an
+ * unrelease waits for the batch; the status is read from the row as locked, so a batch that waited
+ * for an unrelease's commit sees it.
+ */
+export async function mayStillRun(trx: Database, id: string): Promise<boolean> {
+  const { rows } = await sql<{ runnable: boolean }>`
+    select d.status = 'AVAILABLE' and d.pending_saga_type is null and not exists (
+             select 1 from pipelines p cross join unnest(p.data_source_ids) as wanted (id)
+             left join data_sources s on s.id = wanted.id
+             where p.id = ${id} and s.status is distinct from 'AVAILABLE'
+           ) as runnable
+      from datasets d
+     where d.id = (select dataset_id from pipelines where id = ${id})
+       for share of d`.execute(trx);
+  return rows[0]?.runnable === true;
+}
+
 /** One pipeline's stored definition, whatever its dataset (for the runtime). */
 export async function pipelineDefinition(db: Database, id: string) {
   const row = await db.selectFrom('pipelines').select(['id', 'dataset_id', 'name', 'mapping_ref', 'named_api_slug', 'schedule', 'restart_generation'])
