@@ -7,6 +7,7 @@ import { idempotency } from './http/idempotency.js';
 import { baseServerOptions, installCommonPlumbing } from './http/common-plumbing.js';
 import { registerHealthRoutes } from './http/health.js';
 import { docsOAuth, docsSecurity } from './http/docs-login.js';
+import { renderCommits } from './data-api/mqtt/render-commits.js';
 import { runBackgroundWork } from './jobs/background-work.js';
 import { countRequests, registerMetricsRoute } from './metrics/http.js';
 import { permissionRoutes } from './modules/permissions/index.js';
@@ -81,7 +82,11 @@ export async function buildApp(ctx: AppContext, logger?: FastifyServerOptions['l
   registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
 
   // Sagas and pipelines run with the API, unless worker processes do them (BACKGROUND_WORK=off).
-  if (ctx.config.backgroundWork) runBackgroundWork(app, ctx);
+  if (ctx.config.backgroundWork) {
+    runBackgroundWork(app, ctx);
+    // Its pipelines write SensorThings: their changes are rendered here for the brokers of every process.
+    renderCommits(app, ctx, 'ownRoutes');
+  }
   // A dataset's parts register what the datasets module asks of them (here the pipelines' stage and
   // release checks), so that it imports none of them; the same for what refers to data sources and mappings.
   const datasets = {

@@ -83,7 +83,8 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     await resealDataSourceSecrets(db, secrets);
     const verifier = createTokenVerifier({ issuer: config.oidc.issuer, clientId: config.oidc.clientIds, jwksUrl: config.oidc.jwksUrl });
     const callers = new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token'));
-    const staChanges = new StaChangeFeed(db, where.url, log);
+    const metrics = new Metrics(db);
+    const staChanges = new StaChangeFeed(db, where.url, metrics.mqtt, log);
     const postgis = await enablePostgis(db, where.url !== null, log);
     const sta = createStaServer({
       db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change),
@@ -127,7 +128,6 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     // Storage first, then the pipelines that fill it; a deletion stops them before the storage goes.
     const steps = joinSteps(payloadReleaseSteps({ sta, features }, { namedApiStandardsOf, storageSchemaOf }), pipelineSagaSteps());
     const sagas = new SagaRunner(db, datasetSagas(steps), { log });
-    const metrics = new Metrics(db);
     const ingestLog = ingestLogOf(pipelineLog);
     const pipelines = new PipelineRuntime({
       db,

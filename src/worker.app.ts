@@ -5,6 +5,7 @@ import { installProblemHandlers } from './http/problems.js';
 import { registerHealthRoutes } from './http/health.js';
 import { registerMetricsRoute } from './metrics/http.js';
 import { runBackgroundWork } from './jobs/background-work.js';
+import { renderCommits } from './data-api/mqtt/render-commits.js';
 
 /**
  * A `worker` process's only listener (on PORT): `/health/live`, `/health/ready` and `/metrics`, for
@@ -17,5 +18,7 @@ export async function buildWorkerApp(ctx: AppContext, logger?: FastifyServerOpti
   registerHealthRoutes(app, ctx.db);
   registerMetricsRoute(app, ctx.metrics, ctx.config.metrics.token);
   runBackgroundWork(app, ctx);
+  // Its pipelines write SensorThings: their changes are rendered here for the brokers of the gateways.
+  renderCommits(app, ctx, 'ownRoutes');
   return app;
 }

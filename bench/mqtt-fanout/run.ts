@@ -33,13 +33,46 @@ const BASELINE = process.env['BENCH_FANOUT_BASELINE'];
 const say = (message: string) => console.log(`[bench:mqtt-fanout] ${message}`);
 const workDir = mkdtempSync(join(tmpdir(), 'bench-mqtt-fanout-'));
 
-interface Measured { rate: number; round: number; result: RoundResult; benchLoopP99Ms: number }
+/**
+ * What the replicas' /metrics counted over a round (null: a build without the outbox): the most
+ * outbox reads one replica made per write in the cluster, and the most wake-ups (NOTIFY) one
+ * writing replica sent per second.
+ */
+interface OutboxFigures { readsPerWrite: number; notifiesPerSecond: number }
+interface Measured { rate: number; round: number; result: RoundResult; benchLoopP99Ms: number; outbox: OutboxFigures | null }
+
+type Counters = Array<{ reads: number; notifies: number } | null>;
+
+/** Each replica's outbox counters now. */
+async function outboxCounters(metricsUrls: string[]): Promise<Counters> {
+  return Promise.all(metricsUrls.map(async (url) => {
+    const text = await (await fetch(url)).text();
+    const value = (name: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      return line === undefined ? null : Number(line.split(' ')[1]);
+    };
+    const reads = value('mqtt_outbox_reads_total');
+    const notifies = value('mqtt_outbox_notifies_total');
+    return reads === null || notifies === null ? null : { reads, notifies };
+  }));
+}
+
+function outboxFigures(before: Counters, after: Counters, created: number, seconds: number): OutboxFigures | null {
+  if (before.some((c) => c === null) || after.some((c) => c === null) || created === 0) return null;
+  const deltas = after.map((c, i) => ({ reads: c!.reads - before[i]!.reads, notifies: c!.notifies - before[i]!.notifies }));
+  return {
+    readsPerWrite: Math.max(...deltas.map((d) => d.reads)) / created,
+    notifiesPerSecond: Math.max(...deltas.map((d) => d.notifies)) / seconds,
+  };
+}
 
 /** One build running: its cluster on a fresh database, subscribed, warmed up, ready for rounds. */
 interface Prepared {
   label: string;
   probe: FanoutProbe;
   targets: string[];
+  /** Each replica's GET /metrics. */
+  metricsUrls: string[];
   token: string;
   close(): Promise<void>;
 }
@@ -88,7 +121,7 @@ async function prepare(index: number, label: string, distDir: string): Promise<P
     // Warm-up: the path works on every replica (and the FeatureOfInterest of the Location exists).
     const warm = await probe.round(targets, token, 0, 20, 2, MAX_IN_FLIGHT, SETTLE_MS);
     if (warm.received !== warm.expected) throw new Error(`warm-up: ${warm.received} of ${warm.expected} cross-replica messages arrived`);
-    return { label, probe, targets, token, close };
+    return { label, probe, targets, token, close, metricsUrls: cluster.replicas.map((replica) => `${replica.api}/metrics`) };
   } catch (error) {
     await close();
     throw error;
@@ -105,18 +138,28 @@ async function measure(prepared: Prepared[]): Promise<Map<string, Measured[]>> {
       for (const build of prepared) {
         loop.reset();
         loop.enable();
+        const countersBefore = await outboxCounters(build.metricsUrls);
         const result = await build.probe.round(build.targets, build.token, seq, rate, SECONDS, MAX_IN_FLIGHT, SETTLE_MS);
+        const outbox = outboxFigures(countersBefore, await outboxCounters(build.metricsUrls), Math.round(result.achievedRate * SECONDS), SECONDS);
         loop.disable();
         seq += rate * SECONDS + 1000;
         const benchLoopP99Ms = loop.percentile(99) / 1e6;
-        measured.get(build.label)!.push({ rate, round, result, benchLoopP99Ms });
+        measured.get(build.label)!.push({ rate, round, result, benchLoopP99Ms, outbox });
         say(`${build.label} round ${round} at ${rate}/s: ${result.achievedRate.toFixed(0)} created/s (${result.failed} failed, ${result.skipped} skipped), `
           + `${result.received}/${result.expected} received; from the 201: p50 ${ms(result.fromAnswer, 0.5)} p95 ${ms(result.fromAnswer, 0.95)} p99 ${ms(result.fromAnswer, 0.99)} max ${ms(result.fromAnswer, 1)} ms; `
-          + `bench event loop p99 ${benchLoopP99Ms.toFixed(0)} ms; load ${loadavg()[0]!.toFixed(1)}`);
+          + `bench event loop p99 ${benchLoopP99Ms.toFixed(0)} ms; load ${loadavg()[0]!.toFixed(1)}`
+          + (outbox ? `; outbox reads per write per replica ${outbox.readsPerWrite.toFixed(3)}, NOTIFY/s per writer ${outbox.notifiesPerSecond.toFixed(0)}` : ''));
       }
     }
   }
   return measured;
+}
+
+/** The highest over rounds: outbox reads per write per replica, NOTIFY/s per writing replica. */
+function outboxColumns(of: Measured[]): string {
+  const figures = of.map((m) => m.outbox).filter((f): f is OutboxFigures => f !== null);
+  if (figures.length === 0) return 'n/a | n/a';
+  return `${Math.max(...figures.map((f) => f.readsPerWrite)).toFixed(3)} | ${Math.max(...figures.map((f) => f.notifiesPerSecond)).toFixed(0)}`;
 }
 
 const ms = (sorted: number[], p: number) => (sorted.length === 0 ? 'n/a' : percentile(sorted, p).toFixed(0));
@@ -132,7 +175,7 @@ function rows(label: string, measured: Measured[]): string[] {
     const expected = of.reduce((sum, m) => sum + m.result.expected, 0);
     return `| ${label} | ${rate} | ${median(of.map((m) => m.result.achievedRate)).toFixed(0)} | ${median(figure(0.5)).toFixed(0)} | ${median(figure(0.95)).toFixed(0)} | `
       + `**${median(figure(0.99)).toFixed(0)}** (${range(figure(0.99))}) | ${Math.max(...figure(1)).toFixed(0)} | ${median(figure(0.99, 'fromSend')).toFixed(0)} | `
-      + `${received}/${expected} | ${Math.max(...of.map((m) => m.benchLoopP99Ms)).toFixed(0)} |`;
+      + `${received}/${expected} | ${Math.max(...of.map((m) => m.benchLoopP99Ms)).toFixed(0)} | ${outboxColumns(of)} |`;
   });
 }
 
@@ -162,8 +205,8 @@ const header = [
   + `The builds ran side by side (each its own processes and database), their rounds interleaved. Load average (1 min) before / after: ${loadBefore.toFixed(1)} / ${loadavg()[0]!.toFixed(1)}.`,
   '', 'Latency: from the 201 answer of the POST (headers received by the writer) to the message\'s arrival at a subscriber on another replica; '
   + 'negative when the message came before the answer. Figures are the median over rounds; p99 with its spread over rounds; max over all rounds.',
-  '', '| build | rate (POST/s) | created/s | p50 ms | p95 ms | p99 ms (spread) | max ms | p99 from the POST sent, ms | received/expected | bench event loop p99 ms |',
-  '|---|---|---|---|---|---|---|---|---|---|',
+  '', '| build | rate (POST/s) | created/s | p50 ms | p95 ms | p99 ms (spread) | max ms | p99 from the POST sent, ms | received/expected | bench event loop p99 ms | outbox reads per write per replica (max) | NOTIFY/s per writer (max) |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 writeFileSync(join(REPO_ROOT, 'bench', 'results-mqtt-fanout.md'), `${[...header, ...lines].join('\n')}\n`);
 say('wrote bench/results-mqtt-fanout.md');

@@ -14,6 +14,7 @@ import { isPayloadPath, payloadAddressOf, type PayloadAddress } from './payload-
 import type { PayloadRoute } from './route-table.js';
 import { isMultipartMixed, isStaDownloadPath, multipartAnswer, multipartElsewhere } from '../sta/index.js';
 import { multipartBatchOf } from './multipart-batch.js';
+import { renderCommits } from './mqtt/render-commits.js';
 import { installMqtt } from './mqtt/index.js';
 import { forwardToUpstream } from './sta-upstream.js';
 import { isBatchPath } from './upstream-path.js';
@@ -86,6 +87,7 @@ export async function buildDataApiApp(ctx: GatewayContext, options: DataApiOptio
     await routes.stop();
     await ctx.ows.stop();
   });
+  renderCommits(app, ctx, routes);
   installMqtt(app, ctx, routes, { port: options.mqttPort ?? null, host: ctx.config.host });
 
   registerCatalogueRoutes(app, ctx.catalogue);

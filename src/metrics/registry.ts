@@ -41,6 +41,7 @@ export class Metrics {
   });
 
   readonly pipelines: PipelineMetrics;
+  readonly mqtt: MqttMetrics;
 
   constructor(db: Database) {
     processMetrics();
@@ -74,6 +75,7 @@ export class Metrics {
       },
     });
     this.pipelines = new PipelineMetrics(this.registry);
+    this.mqtt = new MqttMetrics(this.registry);
   }
 
   /** Counts one answered request: one label object, one observation (http_requests_total is read from it). */
@@ -151,5 +153,51 @@ export class PipelineMetrics {
   deleted(pipeline: string): void {
     this.stopped(pipeline);
     for (const outcome of RECORD_OUTCOMES) this.#records.remove({ pipeline, outcome });
+  }
+}
+
+/**
+ * MQTT across replicas (the outbox of rendered changes, see src/data-api/mqtt/outbox.ts): what this
+ * process wrote and how often it woke the others, how much it read and how far behind it was, and
+ * rendered changes that no subscriber here wanted.
+ */
+export class MqttMetrics {
+  readonly #written: Counter;
+  readonly #notifies: Counter;
+  readonly #reads: Counter;
+  readonly #rowsRead: Counter;
+  readonly #unwanted: Counter;
+  readonly #lag: Gauge;
+
+  constructor(registry: Registry) {
+    const counter = (name: string, help: string) => new Counter({ name, help, registers: [registry] });
+    this.#written = counter('mqtt_outbox_written_total', 'Rendered changes this process wrote to the MQTT outbox.');
+    this.#notifies = counter('mqtt_outbox_notifies_total', 'Wake-ups (NOTIFY) this process sent for its outbox rows: at most one per 10 ms.');
+    this.#reads = counter('mqtt_outbox_reads_total', 'Reads of the MQTT outbox by this process (each serves every row written since the last).');
+    this.#rowsRead = counter('mqtt_outbox_read_rows_total', 'Outbox rows this process read for its broker.');
+    this.#unwanted = counter('mqtt_messages_unwanted_total', 'Rendered changes this process\'s broker dropped for want of a subscriber here.');
+    this.#lag = new Gauge({
+      name: 'mqtt_outbox_lag_seconds',
+      help: 'How far this process\'s broker was behind the outbox at its last read: the age of the oldest row it read then (0 when it found none new).',
+      registers: [registry],
+    });
+  }
+
+  written(rows: number): void {
+    this.#written.inc(rows);
+  }
+
+  notified(): void {
+    this.#notifies.inc();
+  }
+
+  read(rows: number, lagSeconds: number): void {
+    this.#reads.inc();
+    this.#rowsRead.inc(rows);
+    this.#lag.set(lagSeconds);
+  }
+
+  unwanted(count: number): void {
+    this.#unwanted.inc(count);
   }
 }

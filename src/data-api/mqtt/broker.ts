@@ -44,10 +44,9 @@ const refusal = (returnCode: number, message: string) => Object.assign(new Error
  * a client id is bound to its identity (ClientIdBindings) before aedes may take a session over.
  */
 export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, log: BrokerLog): Promise<StaBroker> {
-  // The notifier's reads and the rights checks before its deliveries (on PostgreSQL, a pool of the
-  // broker's own: see runtime.ts).
+  // The rights checks before its deliveries (on PostgreSQL, a pool of the broker's own: see runtime.ts).
   const store = ctx.openBrokerStore(log);
-  const { db, sta } = store;
+  const { db } = store;
   const access = new MqttAccess({
     // Its own caller cache on its own connections, with the process's clock of the access version:
     // a change the HTTP requests have seen, its deliveries see too.
@@ -60,7 +59,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   const subscriptions = new SubscriptionIndex((topic) => {
     const parsed = parseTopic(topic);
     return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
-  });
+  }, ctx.staChanges.interest.localChanged);
   const dataApiUrl = ctx.config.dataApi.baseUrl;
   // A route proxied to an upstream SensorThings service keeps its data there: our store never
   // writes it, so this broker could neither create in it nor announce its changes.
@@ -152,7 +151,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 
   const notifier = new ChangeNotifier({
-    sta, routes, subscriptions, dataApiUrl, log, filterMaxBytes: ctx.config.dataApi.limits.expressionMaxBytes,
+    subscriptions, log, unwanted: (count) => ctx.metrics.mqtt.unwanted(count),
     beforePublish: async (topics) => {
       const subscribers = new Set<MqttSession>();
       for (const topic of topics) {
@@ -172,7 +171,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
       broker.publish({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false }, () => {});
     },
   });
-  const stopFeed = ctx.staChanges.subscribe(notifier.onChanges);
+  const stopFeed = await ctx.staChanges.subscribe(notifier.deliver);
 
   return {
     handle: (stream, request) => {

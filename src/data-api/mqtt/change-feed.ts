@@ -1,165 +1,155 @@
 import { sql } from 'kysely';
 import type { ConnectionLog, Database } from '../../db/client.js';
 import { listenForNotifications, type Listener } from '../../db/notifications.js';
+import { RouteInterest } from './interest.js';
+import { OutboxReader, OutboxWriter, type OutboxMetrics } from './outbox.js';
+import { ChangeRenderer, type RenderedChange, type RendererDeps, type StaChange } from './renderer.js';
 
-/** One committed SensorThings write, as the store reports it. */
-export interface StaChange {
-  schema: string;
-  entitySet: string;
-  id: number;
-  kind: 'create' | 'update' | 'delete';
-  /** An update's changed properties, when the writer knew them (see the store's Change). */
-  properties?: string[];
+export type { StaChange } from './renderer.js';
+
+/** Takes rendered changes to this process's broker; the next delivery waits for it. */
+export type RenderedHandler = (changes: readonly RenderedChange[]) => Promise<void>;
+
+/** The channel of wake-ups: `rows` (the outbox has new rows), `interest` (a process's routes wanted changed). */
+export const MQTT_CHANNEL = 'mqtt_outbox';
+
+export interface MqttFeedMetrics extends OutboxMetrics {
+  unwanted(count: number): void;
 }
 
-export type ChangeHandler = (changes: StaChange[]) => void;
-
-export const STA_CHANGES_CHANNEL = 'sta_changes';
-/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more; leave room for the JSON around the ids. */
-const MAX_PAYLOAD_BYTES = 7_000;
-
 /**
- * A NOTIFY payload: one schema, one entity set and kind, many ids (`{"s","e","k","i":[…]}`), and
- * for updates whose changed properties are known, their names beside each id (`"p":[[…],…]`).
- */
-interface Wire { s: string; e: string; k: StaChange['kind']; i: number[]; p?: string[][] }
-
-/**
- * Carries committed SensorThings writes to every gateway process, whichever process wrote them:
- * on PostgreSQL through NOTIFY on `sta_changes` (every process LISTENs, the writer included, so
- * there is one path), on PGlite (a single process) in process.
+ * Carries committed SensorThings writes to every broker, whichever process wrote them (contract
+ * "MQTT across replicas"): the committing process renders each change once (renderer.ts), for the
+ * routes some process has a subscriber under (interest.ts); on PostgreSQL the rendered changes go
+ * through the outbox table to every process's broker (outbox.ts: a coalesced NOTIFY on
+ * `mqtt_outbox` wakes the readers, a poll backs it up), on PGlite (a single process) straight to
+ * this process's broker.
  *
  * `announce` runs once per written entity (a bulk insert of 100,000 Observations calls it 100,000
- * times), so it only queues; the queue is flushed once per event-loop turn, grouped by schema,
- * entity set and kind into as few NOTIFYs as fit under PostgreSQL's payload limit (about a thousand
- * ids each). Changes are best effort: a NOTIFY that fails is logged, not retried.
+ * times), so it only queues; the queue goes to the renderer once per event-loop turn. Changes are
+ * best effort: what cannot be rendered or written is logged, not retried.
  */
 export class StaChangeFeed {
+  readonly interest: RouteInterest;
   private pending: StaChange[] = [];
   private flushScheduled = false;
-  private handlers = new Set<ChangeHandler>();
+  /** The first renders; the others (a process with a gateway and background work has two) wait their turn. */
+  private renderers: ChangeRenderer[] = [];
+  private readonly handlers = new Set<RenderedHandler>();
+  private readonly writer: OutboxWriter | null;
+  private reader: OutboxReader | null = null;
   private listener: Listener | null = null;
 
-  constructor(private readonly db: Database, private readonly databaseUrl: string | null, private readonly log: ConnectionLog) {}
+  constructor(
+    private readonly db: Database,
+    private readonly databaseUrl: string | null,
+    private readonly metrics: MqttFeedMetrics,
+    private readonly log: ConnectionLog,
+  ) {
+    this.interest = new RouteInterest(databaseUrl ? db : null, () => {
+      this.notify('interest').catch((error: Error) => log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh'));
+    }, log);
+    this.writer = databaseUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
+  }
 
   announce(change: StaChange): void {
+    if (this.renderers.length === 0) return; // nothing in this process renders (no app that writes): nobody is told
     this.pending.push(change);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    setImmediate(() => {
+      const changes = this.pending;
+      this.pending = [];
+      this.flushScheduled = false;
+      this.renderers[0]?.onChanges(changes);
+    });
   }
 
   /**
-   * Registers a handler for the changes of every process; returns its removal. On PostgreSQL the
-   * first handler opens the LISTEN connection and the last one's removal closes it.
+   * Renders this process's commits from now on, reading through `deps.sta` (each app that writes
+   * calls it once, with its route table: the gateway's goes `first`, a table kept for rendering
+   * alone is a `standby` used when no gateway runs here). Returns its stop.
    */
-  subscribe(handler: ChangeHandler): () => Promise<void> {
-    this.handlers.add(handler);
-    if (this.databaseUrl && !this.listener) {
-      this.listener = listenForNotifications(this.databaseUrl, STA_CHANGES_CHANNEL, {
-        onNotify: (payload) => this.deliver(decode(payload)),
-        // Changes notified while the connection was down are lost; MQTT notifications are best effort.
-        onReconnect: () => {},
-      }, this.log);
-    }
+  async render(deps: Omit<RendererDeps, 'wanted' | 'deliver'>, place: 'first' | 'standby'): Promise<() => Promise<void>> {
+    const renderer = new ChangeRenderer({
+      ...deps,
+      wanted: (prefix) => this.interest.wanted(prefix),
+      deliver: (changes) => this.writer ? this.writer.write(changes) : this.deliverHere(changes),
+    });
+    // Which routes the other processes follow is known before the first change is rendered.
+    await this.use();
+    if (place === 'first') this.renderers.unshift(renderer);
+    else this.renderers.push(renderer);
     return async () => {
-      this.handlers.delete(handler);
-      if (this.handlers.size === 0 && this.listener) {
-        const listener = this.listener;
-        this.listener = null;
-        await listener.close();
-      }
+      this.renderers = this.renderers.filter((other) => other !== renderer);
+      await this.release();
     };
   }
 
-  private flush(): void {
-    const changes = this.pending;
-    this.pending = [];
-    this.flushScheduled = false;
-    if (!this.databaseUrl) return this.deliver(changes);
-    for (const payload of encode(changes)) {
-      // Over this process's LISTEN connection when it has one: through the pool, a NOTIFY waited
-      // behind every query queued there (seconds in a busy process), and so did every message.
-      const listener = this.listener;
-      const sent = listener ? listener.notify(payload) : Promise.resolve(false);
-      sent.then(async (done) => {
-        if (!done) await sql`select pg_notify(${STA_CHANGES_CHANNEL}, ${payload})`.execute(this.db);
-      }).catch((error: Error) => {
-        this.log.warn({ err: { message: error.message } }, 'SensorThings changes: NOTIFY failed; MQTT subscribers miss these changes');
-      });
+  /** Registers this process's broker for the rendered changes of every process; returns its removal. */
+  async subscribe(handler: RenderedHandler): Promise<() => Promise<void>> {
+    this.handlers.add(handler);
+    await this.use();
+    if (this.databaseUrl && !this.reader) {
+      const reader = new OutboxReader(this.db, (changes) => this.deliverHere(changes), this.metrics, this.log);
+      this.reader = reader;
+      // Reading from where the outbox ends now: the broker takes no client before this.
+      await reader.start();
     }
+    return async () => {
+      this.handlers.delete(handler);
+      if (this.handlers.size === 0) {
+        this.reader?.stop();
+        this.reader = null;
+      }
+      await this.release();
+    };
   }
 
-  private deliver(changes: StaChange[]): void {
-    if (changes.length === 0) return;
+  /** The LISTEN connection and the interest's refresh run while a renderer or a broker is here. */
+  private async use(): Promise<void> {
+    if (this.databaseUrl && !this.listener) {
+      this.listener = listenForNotifications(this.databaseUrl, MQTT_CHANNEL, {
+        onNotify: (payload) => {
+          if (payload === 'rows') this.reader?.wake();
+          else if (payload === 'interest') void this.interest.reload();
+        },
+        // What was notified while the connection was down: the poll finds the rows, the interest is read again.
+        onReconnect: () => {
+          this.reader?.wake();
+          void this.interest.reload();
+        },
+      }, this.log);
+    }
+    await this.interest.start();
+  }
+
+  private async release(): Promise<void> {
+    if (this.renderers.length > 0 || this.handlers.size > 0) return;
+    this.writer?.close();
+    await this.interest.stop();
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.close();
+  }
+
+  private async deliverHere(changes: readonly RenderedChange[]): Promise<void> {
     for (const handler of this.handlers) {
       try {
-        handler(changes);
+        await handler(changes);
       } catch (error) {
-        this.log.warn({ err: { message: (error as Error).message } }, 'SensorThings changes: a handler failed');
+        this.log.warn({ err: { message: (error as Error).message } }, 'MQTT notifications: a broker could not deliver rendered changes');
       }
     }
   }
-}
 
-/** Groups changes into NOTIFY payloads under the size limit, keeping their order within a group. */
-export function encode(changes: StaChange[]): string[] {
-  const groups = new Map<string, Wire>();
-  let last: Wire | undefined;
-  for (const change of changes) {
-    const known = change.properties !== undefined;
-    // A bulk insert queues thousands of changes of one group in a row: the lookup is skipped for them.
-    let group = last && last.s === change.schema && last.e === change.entitySet && last.k === change.kind && (last.p !== undefined) === known ? last : undefined;
-    if (!group) {
-      const key = `${change.schema}\u0000${change.entitySet}\u0000${change.kind}\u0000${known}`;
-      group = groups.get(key);
-      if (!group) groups.set(key, group = { s: change.schema, e: change.entitySet, k: change.kind, i: [], ...(known ? { p: [] } : {}) });
-      last = group;
-    }
-    group.i.push(change.id);
-    if (known) group.p!.push(change.properties!);
-  }
-  const payloads: string[] = [];
-  for (const group of groups.values()) {
-    const empty = { ...group, i: [], ...(group.p ? { p: [] } : {}) };
-    const head = JSON.stringify(empty).length;
-    let ids: number[] = [];
-    let names: string[][] = [];
-    let size = head;
-    const flush = () => payloads.push(JSON.stringify({ ...group, i: ids, ...(group.p ? { p: names } : {}) }));
-    group.i.forEach((id, k) => {
-      const more = String(id).length + 1 + (group.p ? JSON.stringify(group.p[k]).length + 1 : 0);
-      if (ids.length > 0 && size + more > MAX_PAYLOAD_BYTES) {
-        flush();
-        ids = [];
-        names = [];
-        size = head;
-      }
-      ids.push(id);
-      if (group.p) names.push(group.p[k]!);
-      size += more;
-    });
-    if (ids.length > 0) flush();
-  }
-  return payloads;
-}
-
-/** The changes of one payload; a payload that is not ours (a manual NOTIFY) yields none. */
-export function decode(payload: string | undefined): StaChange[] {
-  try {
-    const wire = JSON.parse(payload ?? '') as Wire;
-    if (typeof wire.s !== 'string' || typeof wire.e !== 'string' || !Array.isArray(wire.i)) return [];
-    if (wire.k !== 'create' && wire.k !== 'update' && wire.k !== 'delete') return [];
-    const names = Array.isArray(wire.p) && wire.p.length === wire.i.length ? wire.p : undefined;
-    const changes: StaChange[] = [];
-    wire.i.forEach((id, k) => {
-      if (!Number.isSafeInteger(id)) return;
-      const properties = names?.[k];
-      const known = Array.isArray(properties) && properties.every((name) => typeof name === 'string');
-      changes.push({ schema: wire.s, entitySet: wire.e, id, kind: wire.k, ...(known ? { properties } : {}) });
-    });
-    return changes;
-  } catch {
-    return [];
+  /**
+   * A wake-up over this process's LISTEN connection when it has one: through the pool, a NOTIFY
+   * waited behind every query queued there (seconds in a busy process).
+   */
+  private async notify(payload: 'rows' | 'interest'): Promise<void> {
+    if (!this.databaseUrl) return;
+    const sent = this.listener ? await this.listener.notify(payload) : false;
+    if (!sent) await sql`select pg_notify(${MQTT_CHANNEL}, ${payload})`.execute(this.db);
   }
 }

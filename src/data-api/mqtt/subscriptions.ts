@@ -11,7 +11,11 @@ export class SubscriptionIndex {
   private readonly byClient = new Map<string, Set<string>>();
   private readonly variants = new Map<string, Set<string>>();
 
-  constructor(private readonly prefixOf: (topic: string) => string | null) {}
+  constructor(
+    private readonly prefixOf: (topic: string) => string | null,
+    /** A route's first subscriber here arrived (`present`), or its last left: other processes learn whom to render for. */
+    private readonly onPrefix: (prefix: string, present: boolean) => void = () => {},
+  ) {}
 
   add(clientId: string, topic: string): void {
     let topics = this.byClient.get(clientId);
@@ -28,7 +32,7 @@ export class SubscriptionIndex {
       variants.add(topic);
     }
     const prefix = this.prefixOf(topic);
-    if (prefix) bump(this.prefixCounts, prefix, 1);
+    if (prefix && bump(this.prefixCounts, prefix, 1) === 1) this.onPrefix(prefix, true);
   }
 
   remove(clientId: string, topic: string): void {
@@ -47,7 +51,7 @@ export class SubscriptionIndex {
       }
     }
     const prefix = this.prefixOf(topic);
-    if (prefix) bump(this.prefixCounts, prefix, -1);
+    if (prefix && bump(this.prefixCounts, prefix, -1) === 0) this.onPrefix(prefix, false);
   }
 
   removeClient(clientId: string): void {
@@ -74,8 +78,10 @@ export class SubscriptionIndex {
   }
 }
 
-function bump(counts: Map<string, number>, key: string, by: number): void {
+/** The count after the change. */
+function bump(counts: Map<string, number>, key: string, by: number): number {
   const next = (counts.get(key) ?? 0) + by;
   if (next <= 0) counts.delete(key);
   else counts.set(key, next);
+  return Math.max(next, 0);
 }

@@ -20,6 +20,7 @@ import * as staStoredStreamProperties from './0020_sta_stored_stream_properties.
 import * as routeVersionAtCommit from './0021_route_version_at_commit.js';
 import * as datasetCatalogue from './0022_dataset_catalogue.js';
 import * as payloadDataVersions from './0023_payload_data_versions.js';
+import * as mqttOutbox from './0024_mqtt_outbox.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '0021_route_version_at_commit': routeVersionAtCommit,
   '0022_dataset_catalogue': datasetCatalogue,
   '0023_payload_data_versions': payloadDataVersions,
+  '0024_mqtt_outbox': mqttOutbox,
 };

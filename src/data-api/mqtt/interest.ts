@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../../db/client.js';
+import { oneAtATime } from '../../util/one-at-a-time.js';
+import { forgetInterest, noteInterest, refreshInterest, routesWanted, type InterestRow } from './outbox.repo.js';
+
+/**
+ * Which routes have an MQTT subscriber on some process, by topic prefix (`routeTopicPrefix`): a
+ * writer renders a change only when its route is wanted somewhere. Each broker notes its own
+ * prefixes in `mqtt_interest` as its first subscriber under one arrives and its last leaves, and
+ * refreshes them every REFRESH_MS; every process reads the rows refreshed within STALE_MS (a
+ * process that died is forgotten then) at start, when a process announces a change (NOTIFY), and
+ * every REFRESH_MS. This process's own prefixes count at once.
+ *
+ * On PGlite (one process) there is no table to share: the local prefixes are all there is.
+ */
+
+const REFRESH_MS = 10_000;
+const STALE_MS = 30_000;
+
+export interface InterestLog {
+  warn(details: object, message: string): void;
+}
+
+export class RouteInterest {
+  readonly processId = randomUUID();
+  /** Per prefix, how many brokers of this process have a subscriber under it (tests run several). */
+  private readonly local = new Map<string, number>();
+  private cluster = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private started: Promise<void> | null = null;
+  /** Notes and removals take turns, so that a prefix added and removed at once ends removed. */
+  private readonly inTurn = oneAtATime();
+
+  constructor(
+    private readonly db: Database | null,
+    /** Tells the other processes that the interest changed (a NOTIFY), after the change committed. */
+    private readonly announce: () => void,
+    private readonly log: InterestLog,
+  ) {}
+
+  wanted(routePrefix: string): boolean {
+    return this.local.has(routePrefix) || this.cluster.has(routePrefix);
+  }
+
+  /** A broker of this process has its first subscriber under a prefix (`present`), or lost its last. */
+  readonly localChanged = (routePrefix: string, present: boolean): void => {
+    const brokers = (this.local.get(routePrefix) ?? 0) + (present ? 1 : -1);
+    if (brokers > 0) this.local.set(routePrefix, brokers);
+    else this.local.delete(routePrefix);
+    if (brokers > 1 || (brokers === 1 && !present)) return; // another broker here has it already, or still
+    present = brokers > 0;
+    const db = this.db;
+    if (!db) return;
+    void this.inTurn(async () => {
+      if (present === this.local.has(routePrefix)) {
+        await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
+        this.announce();
+      }
+    }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
+  };
+
+  /** Reads the other processes' interest now and then every REFRESH_MS, refreshing this process's rows. */
+  async start(): Promise<void> {
+    if (!this.db) return;
+    this.started ??= (async () => {
+      await this.reload();
+      this.timer = setInterval(() => void this.refresh(), REFRESH_MS);
+      this.timer.unref();
+    })();
+    await this.started;
+  }
+
+  /** Reads the interest of every live process again (on a NOTIFY of a change). */
+  async reload(): Promise<void> {
+    if (!this.db) return;
+    try {
+      this.cluster = new Set((await routesWanted(this.db, STALE_MS)).map((row: InterestRow) => row.route_prefix));
+    } catch (error) {
+      this.log.warn({ err: { message: (error as Error).message } }, 'MQTT: could not read which routes have subscribers; keeping the last known');
+    }
+  }
+
+  /** Stops refreshing and removes this process's rows (a stopped process wants nothing). */
+  async stop(): Promise<void> {
+    await this.started;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.started = null;
+    const db = this.db;
+    if (!db || this.local.size === 0) return;
+    this.local.clear();
+    await this.inTurn(() => forgetInterest(db, this.processId, null)).catch(() => {});
+    this.announce();
+  }
+
+  private async refresh(): Promise<void> {
+    const db = this.db!;
+    if (this.local.size > 0) {
+      // Re-noted, not only touched: a row lost (a database restored, an UNLOGGED table after a crash) comes back.
+      await this.inTurn(() => refreshInterest(db, this.processId, [...this.local.keys()])).catch((error: Error) =>
+        this.log.warn({ err: { message: error.message } }, 'MQTT: could not refresh which routes have subscribers here'));
+    }
+    await this.reload();
+  }
+}
