@@ -133,7 +133,7 @@ describe('MQTT outbox (postgres)', { skip: !process.env['TEST_DATABASE_URL'] && 
   test('a writer wakes the readers at most once per 10 ms, however fast it writes', async () => {
     let notifies = 0;
     const counting = { notified: () => {}, read: () => {}, written: () => {} };
-    const writer = new OutboxWriter(t.ctx.db, async () => void notifies++, counting, { warn: () => {} });
+    const writer = new OutboxWriter(() => t.ctx.db, async () => void notifies++, counting, { warn: () => {} });
     const change = (id: number) => ({ datasetId: dataset.datasetId, slug: 'elsewhere', entitySet: 'Things', id, kind: 'create' as const, text: '{}', linkIds: {} });
     const started = Date.now();
     // 200 inserts one after the other (a process's inserts take turns): about one per millisecond.

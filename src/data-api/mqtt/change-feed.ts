@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { ConnectionLog, Database } from '../../db/client.js';
 import { listenForNotifications, type Listener } from '../../db/notifications.js';
+import type { StaServer } from '../../sta/types.js';
 import { RouteInterest } from './interest.js';
 import { OutboxReader, OutboxWriter, type OutboxMetrics } from './outbox.js';
 import { ChangeRenderer, type RenderedChange, type RendererDeps, type StaChange } from './renderer.js';
@@ -12,6 +13,18 @@ export type RenderedHandler = (changes: readonly RenderedChange[]) => Promise<vo
 
 /** The channel of wake-ups: `rows` (the outbox has new rows), `interest` (a process's routes wanted changed). */
 export const MQTT_CHANNEL = 'mqtt_outbox';
+
+/**
+ * Connections of the feed's own (runtime.ts: the broker's kind of pool, two connections), and a
+ * SensorThings server on them: renders, outbox writes and reads, and the routes wanted go through
+ * them, never behind the HTTP requests queued in the main pool (a busy process held its outbox
+ * insert there for seconds).
+ */
+export interface RenderStore {
+  db: Database;
+  sta: StaServer;
+  close(): Promise<void>;
+}
 
 export interface MqttFeedMetrics extends OutboxMetrics {
   unwanted(count: number): void;
@@ -40,16 +53,25 @@ export class StaChangeFeed {
   private reader: OutboxReader | null = null;
   private listener: Listener | null = null;
 
+  /** Opened with the first renderer or broker, closed with the last. */
+  private store: RenderStore | null = null;
+
   constructor(
-    private readonly db: Database,
     private readonly databaseUrl: string | null,
     private readonly metrics: MqttFeedMetrics,
     private readonly log: ConnectionLog,
+    private readonly openStore: () => RenderStore,
   ) {
+    const db = () => this.connections().db;
     this.interest = new RouteInterest(databaseUrl ? db : null, () => {
       this.notify('interest').catch((error: Error) => log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh'));
     }, log);
     this.writer = databaseUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
+  }
+
+  private connections(): RenderStore {
+    this.store ??= this.openStore();
+    return this.store;
   }
 
   announce(change: StaChange): void {
@@ -70,9 +92,10 @@ export class StaChangeFeed {
    * calls it once, with its route table: the gateway's goes `first`, a table kept for rendering
    * alone is a `standby` used when no gateway runs here). Returns its stop.
    */
-  async render(deps: Omit<RendererDeps, 'wanted' | 'deliver'>, place: 'first' | 'standby'): Promise<() => Promise<void>> {
+  async render(deps: Omit<RendererDeps, 'sta' | 'wanted' | 'deliver'>, place: 'first' | 'standby'): Promise<() => Promise<void>> {
     const renderer = new ChangeRenderer({
       ...deps,
+      sta: this.connections().sta,
       wanted: (prefix) => this.interest.wanted(prefix),
       deliver: (changes) => this.writer ? this.writer.write(changes) : this.deliverHere(changes),
     });
@@ -91,7 +114,7 @@ export class StaChangeFeed {
     this.handlers.add(handler);
     await this.use();
     if (this.databaseUrl && !this.reader) {
-      const reader = new OutboxReader(this.db, (changes) => this.deliverHere(changes), this.metrics, this.log);
+      const reader = new OutboxReader(this.connections().db, (changes) => this.deliverHere(changes), this.metrics, this.log);
       this.reader = reader;
       // Reading from where the outbox ends now: the broker takes no client before this.
       await reader.start();
@@ -131,6 +154,9 @@ export class StaChangeFeed {
     const listener = this.listener;
     this.listener = null;
     await listener?.close();
+    const store = this.store;
+    this.store = null;
+    await store?.close();
   }
 
   private async deliverHere(changes: readonly RenderedChange[]): Promise<void> {
@@ -150,6 +176,6 @@ export class StaChangeFeed {
   private async notify(payload: 'rows' | 'interest'): Promise<void> {
     if (!this.databaseUrl) return;
     const sent = this.listener ? await this.listener.notify(payload) : false;
-    if (!sent) await sql`select pg_notify(${MQTT_CHANNEL}, ${payload})`.execute(this.db);
+    if (!sent) await sql`select pg_notify(${MQTT_CHANNEL}, ${payload})`.execute(this.connections().db);
   }
 }

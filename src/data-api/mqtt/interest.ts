@@ -32,7 +32,8 @@ export class RouteInterest {
   private readonly inTurn = oneAtATime();
 
   constructor(
-    private readonly db: Database | null,
+    /** The connections its statements use (null on PGlite: nothing to share). */
+    private readonly dbOf: (() => Database) | null,
     /** Tells the other processes that the interest changed (a NOTIFY), after the change committed. */
     private readonly announce: () => void,
     private readonly log: InterestLog,
@@ -49,8 +50,8 @@ export class RouteInterest {
     else this.local.delete(routePrefix);
     if (brokers > 1 || (brokers === 1 && !present)) return; // another broker here has it already, or still
     present = brokers > 0;
-    const db = this.db;
-    if (!db) return;
+    if (!this.dbOf) return;
+    const db = this.dbOf();
     void this.inTurn(async () => {
       if (present === this.local.has(routePrefix)) {
         await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
@@ -61,7 +62,7 @@ export class RouteInterest {
 
   /** Reads the other processes' interest now and then every REFRESH_MS, refreshing this process's rows. */
   async start(): Promise<void> {
-    if (!this.db) return;
+    if (!this.dbOf) return;
     this.started ??= (async () => {
       await this.reload();
       this.timer = setInterval(() => void this.refresh(), REFRESH_MS);
@@ -72,9 +73,9 @@ export class RouteInterest {
 
   /** Reads the interest of every live process again (on a NOTIFY of a change). */
   async reload(): Promise<void> {
-    if (!this.db) return;
+    if (!this.dbOf) return;
     try {
-      this.cluster = new Set((await routesWanted(this.db, STALE_MS)).map((row: InterestRow) => row.route_prefix));
+      this.cluster = new Set((await routesWanted(this.dbOf(), STALE_MS)).map((row: InterestRow) => row.route_prefix));
     } catch (error) {
       this.log.warn({ err: { message: (error as Error).message } }, 'MQTT: could not read which routes have subscribers; keeping the last known');
     }
@@ -86,15 +87,15 @@ export class RouteInterest {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.started = null;
-    const db = this.db;
-    if (!db || this.local.size === 0) return;
+    if (!this.dbOf || this.local.size === 0) return;
+    const db = this.dbOf();
     this.local.clear();
     await this.inTurn(() => forgetInterest(db, this.processId, null)).catch(() => {});
     this.announce();
   }
 
   private async refresh(): Promise<void> {
-    const db = this.db!;
+    const db = this.dbOf!();
     if (this.local.size > 0) {
       // Re-noted, not only touched: a row lost (a database restored, an UNLOGGED table after a crash) comes back.
       await this.inTurn(() => refreshInterest(db, this.processId, [...this.local.keys()])).catch((error: Error) =>

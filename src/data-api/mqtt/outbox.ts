@@ -52,7 +52,8 @@ export class OutboxWriter {
   private lastPruneAt = Date.now();
 
   constructor(
-    private readonly db: Database,
+    /** The connections it writes through (the feed's own). */
+    private readonly dbOf: () => Database,
     /** Sends the wake-up (a NOTIFY). */
     private readonly notify: () => Promise<void>,
     private readonly metrics: OutboxMetrics,
@@ -60,12 +61,12 @@ export class OutboxWriter {
   ) {}
 
   readonly write = (changes: RenderedChange[]): Promise<void> => this.inTurn(async () => {
-    await insertOutbox(this.db, changes);
+    await insertOutbox(this.dbOf(), changes);
     this.metrics.written(changes.length);
     this.wake();
     if (Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
       this.lastPruneAt = Date.now();
-      void pruneOutbox(this.db, OUTBOX_KEEP_MS).catch((error: Error) => this.log.debug?.({ err: { message: error.message } }, 'MQTT outbox: could not prune'));
+      void pruneOutbox(this.dbOf(), OUTBOX_KEEP_MS).catch((error: Error) => this.log.debug?.({ err: { message: error.message } }, 'MQTT outbox: could not prune'));
     }
   });
 
