@@ -20,12 +20,16 @@ export type DatabaseKind = 'pglite' | 'postgres';
 const postgresVariantsNoted = new Set<string>();
 
 /**
- * Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI).
+ * Every database a suite runs on: PGlite always, PostgreSQL when TEST_DATABASE_URL is set (CI);
+ * PostgreSQL alone when TEST_DATABASE_KINDS=postgres is set too.
  * Without it the file's PostgreSQL variants are never declared, so nothing would count them: one
  * skipped test per file (`fileUrl`: its import.meta.url) stands in for them, so that the run's
  * summary says what did not run (and CI, which fails on any skip, cannot pass without PostgreSQL).
  */
 export const databaseKinds = (fileUrl: string): DatabaseKind[] => {
+  // CI's second runtime runs the suite on PostgreSQL alone (TEST_DATABASE_KINDS=postgres): PGlite's
+  // variants ran on the first, and the files without variants (PGlite only) still run on both.
+  if (process.env['TEST_DATABASE_URL'] && process.env['TEST_DATABASE_KINDS'] === 'postgres') return ['postgres'];
   if (process.env['TEST_DATABASE_URL']) return ['pglite', 'postgres'];
   if (!postgresVariantsNoted.has(fileUrl)) {
     postgresVariantsNoted.add(fileUrl);
