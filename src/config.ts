@@ -94,6 +94,8 @@ const EnvSchema = Type.Object({
   MQTT_CONNECT_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   MQTT_MAX_CONNECTIONS: Type.Integer({ default: 10_000, minimum: 1, maximum: 1_000_000 }),
   MQTT_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
+  // Messages kept for a persistent session (clean session 0) while its client is away: its memory is the process's.
+  MQTT_MAX_QUEUED_MESSAGES: Type.Integer({ default: 1000, minimum: 0, maximum: 1_000_000 }),
   // Pipelines: how often each process looks for pipelines to start, stop or take over (with the lease
   // timeout it bounds a takeover after a process died).
   PIPELINE_RECONCILE_MS: Type.Integer({ default: 1000, minimum: 50, maximum: 60_000 }),
@@ -123,7 +125,7 @@ export interface Config {
    * limits: packet bytes before CONNACK (`maxConnectBytes`) and after, the CONNECT deadline, and the
    * connections it accepts in all and per client address.
    */
-  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
+  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number; maxQueuedMessages: number };
   /**
    * `upstreamUrl`: the SensorThings service every STA named API without its own upstream proxies to
    * (null: our own server). `upstreamOrigins`: the origins a named API's `upstreamUrl` may name
@@ -254,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutMs: e.MQTT_CONNECT_TIMEOUT_MS,
       maxConnections: e.MQTT_MAX_CONNECTIONS,
       maxConnectionsPerAddress: e.MQTT_MAX_CONNECTIONS_PER_ADDRESS,
+      maxQueuedMessages: e.MQTT_MAX_QUEUED_MESSAGES,
     },
     staUpstream: {
       url: e.STA_UPSTREAM_URL ? withoutTrailingSlash(e.STA_UPSTREAM_URL) : null,

@@ -12,6 +12,7 @@ import { parseTopic, routeTopicPrefix } from './topics.js';
 import { GuardedConnection } from './connection-guard.js';
 import { ClientIdBindings } from './client-ids.js';
 import { NotificationWriter } from './notification-writer.js';
+import { OfflineQueues, type EnqueueingPersistence } from './offline-queues.js';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -128,13 +129,24 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
       const notification = (packet as { clientId?: string }).clientId === undefined ? outgoing.of(packet.payload) : undefined;
       const session = sessions.get(client);
       // A subscription was authorized once; each message is checked again against current rights
-      // (brought up to date by the notifier before it published).
-      if (notification && session && servedHere(notification.route) && access.mayReadNow(session, notification.route)) outgoing.write(client, notification);
-      // Written above, serialized once for all its subscribers: aedes must not write its own copy.
+      // (brought up to date by the notifier before it published; a session's own when it comes
+      // back for what was queued while it was away).
+      if (!notification || !session || !servedHere(notification.route) || !access.mayReadNow(session, notification.route)) return null;
+      // Published at QoS 1: a QoS 1 subscription gets it from aedes (a packet id, its PUBACK, and
+      // queued while a persistent session is away) ...
+      const subscribed = (client as unknown as { subscriptions?: Record<string, { qos?: number }> }).subscriptions?.[packet.topic];
+      if ((subscribed?.qos ?? 0) > 0) return packet;
+      // ... a QoS 0 one as the bytes serialized once for all its subscribers: aedes must not write its own copy.
+      outgoing.write(client, notification);
       return null;
     },
   });
   await broker.listen();
+  // What aedes keeps for a persistent session while its client is away is bounded.
+  const offline = new OfflineQueues(ctx.config.mqtt.maxQueuedMessages, (clientId) => connected.has(clientId),
+    (clientId) => log.info({ clientId, kept: ctx.config.mqtt.maxQueuedMessages }, 'MQTT: a persistent session away holds MQTT_MAX_QUEUED_MESSAGES messages; later ones are not kept for it'));
+  // After listen(): aedes opens its persistence there.
+  offline.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
 
   broker.on('subscribe', (granted, client) => {
     for (const subscription of granted) if ((subscription.qos as number) !== 128) subscriptions.add(client.id, subscription.topic);
@@ -142,7 +154,10 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   broker.on('unsubscribe', (topics, client) => {
     for (const topic of topics) subscriptions.remove(client.id, topic);
   });
-  broker.on('client', (client) => connected.set(client.id, client));
+  broker.on('client', (client) => {
+    connected.set(client.id, client);
+    offline.connected(client.id);
+  });
   broker.on('clientDisconnect', (client) => {
     if (connected.get(client.id) === client) connected.delete(client.id);
     // A persistent session keeps its subscriptions (aedes queues for it) until it unsubscribes.
@@ -168,7 +183,8 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     publish: (topic, message) => {
       const [, , datasetId = '', slug = ''] = topic.split('/');
       const payload = outgoing.prepare(topic, message, routes.lookup(datasetId, slug));
-      broker.publish({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false }, () => {});
+      // QoS 1 (contract): each subscription gets it at the QoS it asked for (see authorizeForward).
+      broker.publish({ cmd: 'publish', topic, payload, qos: 1, retain: false, dup: false }, () => {});
     },
   });
   const stopFeed = await ctx.staChanges.subscribe(notifier.deliver);
