@@ -9,6 +9,8 @@ export interface ReadResult {
   /** The statements the gateway process runs for the request, captured from an in-process instance. */
   queries: TimedQuery[];
   sql: Run | null;
+  /** The same statements served by a bare node:http + pg server (issue 33's baseline); absent in older reports. */
+  bare?: Run;
   /** Sum over the statements of the median EXPLAIN ANALYZE planning + execution time. */
   explainMs: number;
   /** EXPLAIN (ANALYZE, BUFFERS) of each statement, as text. */
@@ -48,6 +50,12 @@ const n = (value: number) => Math.round(value).toLocaleString('en');
 const verdict = (met: boolean) => (met ? 'met' : '**missed**');
 const failures = (run: Run) => (run.failed ? ` (${run.failed} failed: ${JSON.stringify(run.statuses)})` : '');
 
+/** HTTP ÷ the bare node:http + pg server (issue 33's target: ≤ 1.5 at p50 and p99). */
+export const bareRatio = (read: ReadResult) => ({
+  p50: read.bare ? read.http.p50Ms / read.bare.p50Ms : Number.NaN,
+  p99: read.bare ? read.http.p99Ms / read.bare.p99Ms : Number.NaN,
+});
+
 export const ratio = (read: ReadResult) => ({
   p50: read.sql ? read.http.p50Ms / read.sql.p50Ms : Number.NaN,
   p99: read.sql ? read.http.p99Ms / read.sql.p99Ms : Number.NaN,
@@ -68,6 +76,15 @@ export function renderSummary(r: StaReport): string {
     const targets = [`≤ 1.5× (p50): ${verdict(q.p50 <= 1.5)}`];
     if (read.targetP99Ms) targets.push(`p99 < ${read.targetP99Ms} ms: ${verdict(read.http.p99Ms < read.targetP99Ms)}`);
     lines.push(`| ${read.name} \`${read.path}\`${failures(read.http)} | ${f(read.http.perSecond, 0)} | ${f(read.http.p50Ms)} | ${f(read.http.p99Ms)} | ${f(read.sql?.perSecond, 0)} | ${f(read.sql?.p50Ms)} | ${f(read.sql?.p99Ms)} | ${read.queries.length} (${f(read.explainMs)}) | ${f(q.p50, 1)}× / ${f(q.p99, 1)}× | ${targets.join('; ')} |`);
+  }
+  lines.push('');
+  lines.push('Beside the same statements served by a bare `node:http` + `pg` server (its own process, a pool of 10): issue 33\'s target, p50 and p99 each ≤ 1.5×.');
+  lines.push('');
+  lines.push('| scenario | req/s | p50 ms | p99 ms | bare: req/s | bare: p50 ms | bare: p99 ms | HTTP ÷ bare, p50 / p99 | target ≤ 1.5× |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const read of r.reads) {
+    const q = bareRatio(read);
+    lines.push(`| ${read.name} | ${f(read.http.perSecond, 0)} | ${f(read.http.p50Ms)} | ${f(read.http.p99Ms)} | ${f(read.bare?.perSecond, 0)} | ${f(read.bare?.p50Ms)} | ${f(read.bare?.p99Ms)} | ${f(q.p50, 2)}× / ${f(q.p99, 2)}× | p50 ${verdict(q.p50 <= 1.5)}, p99 ${verdict(q.p99 <= 1.5)} |`);
   }
   lines.push('');
   const g = r.gateway;

@@ -18,6 +18,7 @@ import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import { openDatabase } from '../../src/db/client.js';
 import { createStaServer, type StaRequest } from '../../src/sta/index.js';
 import { httpLoad, loopLoad, sqlLoad, type Run } from './load.js';
+import { bareHttpLoad } from './bare-http.js';
 import { countObservations, openForAnonymousReads, personalAccessToken, releasedStaDataset, seedSta, type StaDataset } from './setup.js';
 import { renderResults, renderSummary, type ReadResult, type StaReport, type WriteResult } from './report.js';
 
@@ -29,6 +30,8 @@ const SQL_RUNS = 15;
 const DATASTREAMS = 100;
 const PER_OTHER_DATASTREAM = 100;
 const BULK = { requests: 100, perRequest: 1_000 };
+/** The bare server's pool: the real server's default DATABASE_POOL_SIZE. */
+const BARE_POOL_SIZE = 10;
 // Ports of their own, so that this scenario and `npm run bench` never collide.
 const PORTS = { api: 18180, data: 18181, idp: 18190 };
 
@@ -106,10 +109,13 @@ async function measureReads(databaseUrl: string, dataset: StaDataset, token: str
     say(`SQL alone: ${read.name}, ${queries.length} statements`);
     const sql = await sqlLoad(databaseUrl, queries, CONNECTIONS, DURATION, WARMUP);
     say(`  ${brief(sql)}`);
+    say(`bare node:http + pg: ${read.name}`);
+    const bare = await bareHttpLoad(databaseUrl, queries, BARE_POOL_SIZE, CONNECTIONS, DURATION, WARMUP);
+    say(`  ${brief(bare)}`);
     const timed = await timeQueries(databaseUrl, read.path, queries, SQL_RUNS);
     const plans = [];
     for (const query of queries) plans.push(await explainText(databaseUrl, query));
-    results.push({ ...read, http: http[i]!, queries: timed.queries, sql, explainMs: timed.explainMs, plans });
+    results.push({ ...read, http: http[i]!, queries: timed.queries, sql, bare, explainMs: timed.explainMs, plans });
   }
   return results;
 }
