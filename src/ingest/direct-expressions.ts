@@ -69,14 +69,13 @@ const NOT_LITERAL: unique symbol = Symbol('not a literal');
 function literalValue(node: AstNode): unknown {
   switch (node.type) {
     case 'string':
+    case 'value': // true, false, null
       return hasOnly(node, ['type', 'value', 'position']) ? node.value : NOT_LITERAL;
     case 'number': {
       // What JSON cannot hold (1e400 is Infinity, -0 is written 0) is left to JSONata and the round trip.
       const value = node.value as number;
       return hasOnly(node, ['type', 'value', 'position']) && Number.isFinite(value) && !Object.is(value, -0) ? value : NOT_LITERAL;
     }
-    case 'value': // true, false, null
-      return hasOnly(node, ['type', 'value', 'position']) ? node.value : NOT_LITERAL;
     case 'unary':
       if (node.value === '{' && hasOnly(node, ['type', 'value', 'position', 'lhs']) && Array.isArray(node.lhs)) {
         const object: Record<string, unknown> = {};

@@ -1,5 +1,5 @@
 import { FALLBACK } from './direct-expressions.js';
-import type { CompiledMapping } from './mapping.js';
+import type { CompiledField, CompiledMapping } from './mapping.js';
 import type { MappedRecord, SourceRecord } from './types.js';
 
 /**
@@ -33,12 +33,11 @@ export function mapRecord(mapping: CompiledMapping, record: SourceRecord, bindin
   const value: Record<string, unknown> = {};
   const { fields } = mapping;
   for (let i = 0; i < fields.length; i++) {
-    const { expression, path, segments } = fields[i]!;
+    const { expression } = fields[i]!;
     const result = expression.direct ? expression.direct(record.value) : FALLBACK;
     if (result === FALLBACK) return mapWithJsonata(mapping, record, bindings, false, i, value);
-    if (result === undefined) continue;
-    const clash = put(value, segments, expression.literal ? result : plain(result));
-    if (clash) return { kind: 'rejected', reason: `${path}: ${clash}`, field: path };
+    const problem = place(value, fields[i]!, result, expression.literal);
+    if (problem) return problem;
   }
   return { kind: 'mapped', record: { value, receivedAt: record.receivedAt } };
 }
@@ -62,7 +61,7 @@ async function mapWithJsonata(
   }
   const { fields } = mapping;
   for (let i = from; i < fields.length; i++) {
-    const { expression, path, segments } = fields[i]!;
+    const { expression, path } = fields[i]!;
     let result = expression.direct ? expression.direct(record.value) : FALLBACK;
     const alreadyPlain = result !== FALLBACK && expression.literal;
     if (result === FALLBACK) {
@@ -72,11 +71,17 @@ async function mapWithJsonata(
         return { kind: 'rejected', reason: `${path}: ${evaluationProblem(error)}`, field: path };
       }
     }
-    if (result === undefined) continue;
-    const clash = put(value, segments, alreadyPlain ? result : plain(result));
-    if (clash) return { kind: 'rejected', reason: `${path}: ${clash}`, field: path };
+    const problem = place(value, fields[i]!, result, alreadyPlain);
+    if (problem) return problem;
   }
   return { kind: 'mapped', record: { value, receivedAt: record.receivedAt } };
+}
+
+/** Puts a field's result at its target path (nothing for undefined); the rejection when it clashes with another field's. */
+function place(value: Record<string, unknown>, { path, segments }: CompiledField, result: unknown, alreadyPlain: boolean): MappingResult | null {
+  if (result === undefined) return null;
+  const clash = put(value, segments, alreadyPlain ? result : plain(result));
+  return clash ? { kind: 'rejected', reason: `${path}: ${clash}`, field: path } : null;
 }
 
 /**

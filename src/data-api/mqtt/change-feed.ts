@@ -63,9 +63,9 @@ export class StaChangeFeed {
     private readonly openStore: () => RenderStore,
   ) {
     const db = () => this.connections().db;
-    this.interest = new RouteInterest(databaseUrl ? db : null, () => {
-      this.notify('interest').catch((error: Error) => log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh'));
-    }, log);
+    this.interest = new RouteInterest(databaseUrl ? db : null, () => this.notify('interest').catch((error: Error) => {
+      log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh');
+    }), log);
     this.writer = databaseUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
   }
 

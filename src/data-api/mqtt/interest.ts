@@ -34,8 +34,8 @@ export class RouteInterest {
   constructor(
     /** The connections its statements use (null on PGlite: nothing to share). */
     private readonly dbOf: (() => Database) | null,
-    /** Tells the other processes that the interest changed (a NOTIFY), after the change committed. */
-    private readonly announce: () => void,
+    /** Tells the other processes that the interest changed (a NOTIFY), after the change committed; never rejects. */
+    private readonly announce: () => Promise<void>,
     private readonly log: InterestLog,
   ) {}
 
@@ -48,15 +48,13 @@ export class RouteInterest {
     const brokers = (this.local.get(routePrefix) ?? 0) + (present ? 1 : -1);
     if (brokers > 0) this.local.set(routePrefix, brokers);
     else this.local.delete(routePrefix);
-    if (brokers > 1 || (brokers === 1 && !present)) return; // another broker here has it already, or still
-    present = brokers > 0;
-    if (!this.dbOf) return;
+    // Only the first broker in and the last out change what this process wants.
+    if (brokers !== (present ? 1 : 0) || !this.dbOf) return;
     const db = this.dbOf();
     void this.inTurn(async () => {
-      if (present === this.local.has(routePrefix)) {
-        await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
-        this.announce();
-      }
+      if (present !== this.local.has(routePrefix)) return; // changed back meanwhile: the next turn does it
+      await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
+      await this.announce();
     }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
   };
 
@@ -91,7 +89,8 @@ export class RouteInterest {
     const db = this.dbOf();
     this.local.clear();
     await this.inTurn(() => forgetInterest(db, this.processId, null)).catch(() => {});
-    this.announce();
+    // Before the feed closes the connections the NOTIFY goes out on.
+    await this.announce();
   }
 
   private async refresh(): Promise<void> {
