@@ -96,6 +96,8 @@ const EnvSchema = Type.Object({
   MQTT_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
   // Messages kept for a persistent session (clean session 0) while its client is away: its memory is the process's.
   MQTT_MAX_QUEUED_MESSAGES: Type.Integer({ default: 1000, minimum: 0, maximum: 1_000_000 }),
+  // The brokers of all replicas as one, through Redis (contract "MQTT across replicas"); unset: PostgreSQL alone.
+  MQTT_CLUSTER: Type.Optional(Type.String({ minLength: 1 })),
   // Pipelines: how often each process looks for pipelines to start, stop or take over (with the lease
   // timeout it bounds a takeover after a process died).
   PIPELINE_RECONCILE_MS: Type.Integer({ default: 1000, minimum: 50, maximum: 60_000 }),
@@ -123,9 +125,10 @@ export interface Config {
   /**
    * The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays), and its
    * limits: packet bytes before CONNACK (`maxConnectBytes`) and after, the CONNECT deadline, and the
-   * connections it accepts in all and per client address.
+   * connections it accepts in all and per client address; `cluster`: the Redis URL its brokers
+   * cluster on (MQTT_CLUSTER), null on PostgreSQL alone.
    */
-  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number; maxQueuedMessages: number };
+  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number; maxQueuedMessages: number; cluster: string | null };
   /**
    * `upstreamUrl`: the SensorThings service every STA named API without its own upstream proxies to
    * (null: our own server). `upstreamOrigins`: the origins a named API's `upstreamUrl` may name
@@ -257,6 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxConnections: e.MQTT_MAX_CONNECTIONS,
       maxConnectionsPerAddress: e.MQTT_MAX_CONNECTIONS_PER_ADDRESS,
       maxQueuedMessages: e.MQTT_MAX_QUEUED_MESSAGES,
+      cluster: parseMqttCluster(e.MQTT_CLUSTER),
     },
     staUpstream: {
       url: e.STA_UPSTREAM_URL ? withoutTrailingSlash(e.STA_UPSTREAM_URL) : null,
@@ -350,6 +354,21 @@ function isProxyAddress(text: string): boolean {
   if (family === 0) return false;
   if (bits === undefined) return true;
   return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/** A redis:// or rediss:// URL (ioredis reads its host, port, password and database from it). */
+function parseMqttCluster(value: string | undefined): string | null {
+  if (value === undefined || value.trim() === '') return null;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new ConfigError('Invalid configuration: MQTT_CLUSTER must be a redis:// or rediss:// URL');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new ConfigError(`Invalid configuration: MQTT_CLUSTER must be a redis:// or rediss:// URL (got the scheme ${JSON.stringify(url.protocol.replace(/:$/, ''))})`);
+  }
+  return value.trim();
 }
 
 function parseMqttPort(value: string): number | null {

@@ -10,9 +10,11 @@ import { createFromPublish } from './publish-create.js';
 import { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, routeTopicPrefix } from './topics.js';
 import { GuardedConnection } from './connection-guard.js';
-import { ClientIdBindings } from './client-ids.js';
+import { ClientIdBindings, ClusterClientIds } from './client-ids.js';
 import { NotificationWriter } from './notification-writer.js';
 import { OfflineQueues, type EnqueueingPersistence } from './offline-queues.js';
+import { gateDeliveries } from './delivery-gate.js';
+import { randomUUID } from 'node:crypto';
 
 export interface BrokerLog {
   debug(details: object, message: string): void;
@@ -69,9 +71,25 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
 
   const outgoing = new NotificationWriter((clientId, unwrittenBytes) => log.debug({ clientId, unwrittenBytes }, 'MQTT message not sent: the subscriber is not reading'));
 
+  // MQTT_CLUSTER: this broker is one of the cluster's (redis-cluster.ts), on Redis once it is up.
+  const joined = await ctx.staChanges.joinCluster();
+  const cluster = joined?.cluster ?? null;
+  if (cluster && !(await cluster.whenUp(5_000))) {
+    await joined!.leave();
+    await store.close();
+    throw new Error('Redis (MQTT_CLUSTER) is not reachable');
+  }
+  const node = (cluster ? await cluster.node({ maxSessionDelivery: ctx.config.mqtt.maxQueuedMessages }) : null);
+  let clusterIds: ClusterClientIds | null = null;
+  /** Each connection's unique id, which holds its client id in the cluster. */
+  const holders = new WeakMap<Client, string>();
+
   const broker = new Aedes({
+    ...(node ? { mq: node.mq, persistence: node.persistence as never } : {}),
     authenticate(client, _username, password, done) {
-      access.connect(password).then((session) => {
+      // Redis down: nothing this broker would promise (sessions, deliveries) holds.
+      if (cluster && !cluster.isUp) return done(refusal(SERVER_UNAVAILABLE, 'the MQTT cluster is unavailable'), false);
+      access.connect(password).then(async (session) => {
         if (!session) return done(refusal(NOT_AUTHORIZED, 'the access token does not verify'), false);
         // Each anonymous connection is an identity of its own: a session it asked to keep could never
         // be resumed by anyone, only fill the broker's memory.
@@ -83,9 +101,19 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
           return done(refusal(IDENTIFIER_REJECTED, 'the client id is in use by another identity'), false);
         }
         client.conn.once('close', () => clientIds.release(client.id, client));
+        if (clusterIds) {
+          const holder = randomUUID();
+          if (!(await clusterIds.claim(client.id, session.identity, holder, !client.clean))) {
+            log.info({ clientId: client.id }, 'MQTT CONNECT refused: the client id is held by another identity on another replica');
+            return done(refusal(IDENTIFIER_REJECTED, 'the client id is in use by another identity'), false);
+          }
+          holders.set(client, holder);
+          client.conn.once('close', () => void clusterIds!.release(client.id, holder).catch(() => {}));
+          if (client.closed) return done(refusal(SERVER_UNAVAILABLE, 'the connection closed during CONNECT'), false);
+        }
         sessions.set(client, session);
         done(null, true);
-      }, (error: Error) => {
+      }).catch((error: Error) => {
         log.error({ err: { message: error.message } }, 'MQTT CONNECT: could not load the caller');
         done(refusal(SERVER_UNAVAILABLE, 'server unavailable'), false);
       });
@@ -125,8 +153,10 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     },
 
     authorizeForward(client, packet) {
-      // Packets a client published carry its id; only the broker's own notifications go out.
-      const notification = (packet as { clientId?: string }).clientId === undefined ? outgoing.of(packet.payload) : undefined;
+      // Packets a client published carry its id; only the broker's own notifications go out (in a
+      // cluster, those of the publishing instance of any process: their bytes are prepared here).
+      const notification = (packet as { clientId?: string }).clientId !== undefined ? undefined
+        : outgoing.of(packet.payload) ?? (cluster ? outgoing.adopt(packet.topic, packet.payload, routeOf(packet.topic)) : undefined);
       const session = sessions.get(client);
       // A subscription was authorized once; each message is checked again against current rights
       // (brought up to date by the notifier before it published; a session's own when it comes
@@ -141,12 +171,17 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
       return null;
     },
   });
+  (broker as unknown as NodeJS.EventEmitter).on('error', (error: Error) => log.warn({ err: { message: error.message } }, 'MQTT broker error'));
   await broker.listen();
-  // What aedes keeps for a persistent session while its client is away is bounded.
+  // What aedes keeps for a persistent session while its client is away is bounded (in a cluster,
+  // by the instance that publishes: cluster-publisher.ts).
   const offline = new OfflineQueues(ctx.config.mqtt.maxQueuedMessages, (clientId) => connected.has(clientId),
     (clientId) => log.info({ clientId, kept: ctx.config.mqtt.maxQueuedMessages }, 'MQTT: a persistent session away holds MQTT_MAX_QUEUED_MESSAGES messages; later ones are not kept for it'));
   // After listen(): aedes opens its persistence there.
-  offline.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
+  if (!cluster) offline.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
+  if (cluster) {
+    clusterIds = new ClusterClientIds(cluster.commands, broker.id);
+  }
 
   broker.on('subscribe', (granted, client) => {
     for (const subscription of granted) if ((subscription.qos as number) !== 128) subscriptions.add(client.id, subscription.topic);
@@ -157,6 +192,9 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   broker.on('client', (client) => {
     connected.set(client.id, client);
     offline.connected(client.id);
+    // A persistent session's subscriptions, restored by aedes without a 'subscribe' event (in a
+    // cluster, from Redis, after its client last connected to another replica).
+    for (const topic of Object.keys((client as unknown as { subscriptions?: object }).subscriptions ?? {})) subscriptions.add(client.id, topic);
   });
   broker.on('clientDisconnect', (client) => {
     if (connected.get(client.id) === client) connected.delete(client.id);
@@ -165,24 +203,55 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   });
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 
+  /** The route a topic names, for rights checks on messages from the cluster. */
+  const routeOf = (topic: string) => {
+    const [, , datasetId = '', slug = ''] = topic.split('/');
+    return routes.lookup(datasetId, slug);
+  };
+  /** Brings the rights of the subscribers of `topics` up to date (and the route table first). */
+  const bringCurrent = async (topics: Iterable<string>) => {
+    const subscribers = new Set<MqttSession>();
+    for (const topic of topics) {
+      for (const clientId of subscriptions.clientsOf(topic)) {
+        const client = connected.get(clientId);
+        const session = client && sessions.get(client);
+        if (session) subscribers.add(session);
+      }
+    }
+    // The route table learns of a dataset no longer open by NOTIFY or its poll (500 ms); a
+    // delivery must not wait for either: a moved route version reloads it first.
+    await Promise.all([routes.reloadIfBehind(), access.bringCurrent(subscribers)]);
+  };
+
+  if (cluster && node) {
+    // Messages from the cluster reach this broker's subscribers after their rights were brought up to date.
+    gateDeliveries(node.mq, (topic) => parseTopic(topic) !== null, bringCurrent, log);
+    const stopWatching = cluster.watch((up) => {
+      if (up) return;
+      // Redis is down: the sessions and deliveries this broker promised do not hold; its clients go.
+      for (const client of connected.values()) client.close();
+    });
+    return {
+      handle: (stream, request) => {
+        const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.debug(details, 'MQTT connection closed by a limit'));
+        broker.handle(guarded, request);
+      },
+      close: async () => {
+        stopWatching();
+        await new Promise<void>((resolve) => broker.close(() => resolve()));
+        await clusterIds?.stop();
+        await node.close();
+        await joined!.leave();
+        await store.close();
+      },
+    };
+  }
+
   const notifier = new ChangeNotifier({
     subscriptions, log, unwanted: (count) => ctx.metrics.mqtt.unwanted(count),
-    beforePublish: async (topics) => {
-      const subscribers = new Set<MqttSession>();
-      for (const topic of topics) {
-        for (const clientId of subscriptions.clientsOf(topic)) {
-          const client = connected.get(clientId);
-          const session = client && sessions.get(client);
-          if (session) subscribers.add(session);
-        }
-      }
-      // The route table learns of a dataset no longer open by NOTIFY or its poll (500 ms); a
-      // delivery must not wait for either: a moved route version reloads it first.
-      await Promise.all([routes.reloadIfBehind(), access.bringCurrent(subscribers)]);
-    },
+    beforePublish: bringCurrent,
     publish: (topic, message) => {
-      const [, , datasetId = '', slug = ''] = topic.split('/');
-      const payload = outgoing.prepare(topic, message, routes.lookup(datasetId, slug));
+      const payload = outgoing.prepare(topic, message, routeOf(topic));
       // QoS 1 (contract): each subscription gets it at the QoS it asked for (see authorizeForward).
       broker.publish({ cmd: 'publish', topic, payload, qos: 1, retain: false, dup: false }, () => {});
     },

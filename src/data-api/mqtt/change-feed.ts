@@ -5,6 +5,8 @@ import type { StaServer } from '../../sta/types.js';
 import { RouteInterest } from './interest.js';
 import { OutboxReader, OutboxWriter, type OutboxMetrics } from './outbox.js';
 import { ChangeRenderer, type RenderedChange, type RendererDeps, type StaChange } from './renderer.js';
+import { RedisCluster, type ClusterLog } from './redis-cluster.js';
+import { ClusterPublisher } from './cluster-publisher.js';
 
 export type { StaChange } from './renderer.js';
 
@@ -30,13 +32,23 @@ export interface MqttFeedMetrics extends OutboxMetrics {
   unwanted(count: number): void;
 }
 
+/** Where rendered changes travel: the outbox (PostgreSQL alone, the default), or the Redis cluster (MQTT_CLUSTER). */
+export interface FeedTransport {
+  databaseUrl: string | null;
+  /** MQTT_CLUSTER: a Redis URL; null on PostgreSQL alone. */
+  clusterUrl: string | null;
+  /** MQTT_MAX_QUEUED_MESSAGES, which the cluster's queues are held to. */
+  maxQueuedMessages: number;
+}
+
 /**
  * Carries committed SensorThings writes to every broker, whichever process wrote them (contract
  * "MQTT across replicas"): the committing process renders each change once (renderer.ts), for the
  * routes some process has a subscriber under (interest.ts); on PostgreSQL the rendered changes go
  * through the outbox table to every process's broker (outbox.ts: a coalesced NOTIFY on
  * `mqtt_outbox` wakes the readers, a poll backs it up), on PGlite (a single process) straight to
- * this process's broker.
+ * this process's broker. With MQTT_CLUSTER (Redis), the rendered changes are published into the
+ * cluster instead (cluster-publisher.ts), and each broker takes its clients' messages from there.
  *
  * `announce` runs once per written entity (a bulk insert of 100,000 Observations calls it 100,000
  * times), so it only queues; the queue goes to the renderer once per event-loop turn. Changes are
@@ -52,21 +64,32 @@ export class StaChangeFeed {
   private readonly writer: OutboxWriter | null;
   private reader: OutboxReader | null = null;
   private listener: Listener | null = null;
+  private readonly databaseUrl: string | null;
 
   /** Opened with the first renderer or broker, closed with the last. */
   private store: RenderStore | null = null;
+  /** Redis, while a renderer or a broker is here (MQTT_CLUSTER), and what publishes the renders into it. */
+  private cluster: RedisCluster | null = null;
+  private publisher: ClusterPublisher | null = null;
 
   constructor(
-    private readonly databaseUrl: string | null,
+    private readonly transport: FeedTransport,
     private readonly metrics: MqttFeedMetrics,
     private readonly log: ConnectionLog,
     private readonly openStore: () => RenderStore,
   ) {
+    const { databaseUrl } = transport;
+    this.databaseUrl = databaseUrl;
     const db = () => this.connections().db;
     this.interest = new RouteInterest(databaseUrl ? db : null, () => this.notify('interest').catch((error: Error) => {
       log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh');
     }), log);
-    this.writer = databaseUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
+    this.writer = databaseUrl && !transport.clusterUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
+  }
+
+  /** Whether brokers take their messages from the Redis cluster (MQTT_CLUSTER) rather than from subscribe(). */
+  get clustered(): boolean {
+    return this.transport.clusterUrl !== null;
   }
 
   private connections(): RenderStore {
@@ -96,11 +119,23 @@ export class StaChangeFeed {
     const renderer = new ChangeRenderer({
       ...deps,
       sta: this.connections().sta,
-      wanted: (prefix) => this.interest.wanted(prefix),
-      deliver: (changes) => this.writer ? this.writer.write(changes) : this.deliverHere(changes),
+      // A persistent session whose client is away is followed too, wherever it was last connected.
+      wanted: (prefix) => this.interest.wanted(prefix) || (this.publisher?.followsUnder(prefix) ?? false),
+      deliver: (changes) => this.publisher ? this.publisher.write(changes) : this.writer ? this.writer.write(changes) : this.deliverHere(changes),
     });
     // Which routes the other processes follow is known before the first change is rendered.
     await this.use();
+    const cluster = this.cluster;
+    if (cluster && !this.publisher) {
+      const publisher = new ClusterPublisher(cluster, {
+        maxQueuedMessages: this.transport.maxQueuedMessages, unwanted: (count) => this.metrics.unwanted(count), log: this.clusterLog(),
+      });
+      this.publisher = publisher;
+      // Ready for the first change when Redis is up; when it is not, the process starts without it.
+      const starting = publisher.start();
+      if (await cluster.whenUp(5_000)) await starting.catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT cluster: could not start publishing'));
+      else starting.catch(() => {});
+    }
     if (place === 'first') this.renderers.unshift(renderer);
     else this.renderers.push(renderer);
     return async () => {
@@ -108,6 +143,20 @@ export class StaChangeFeed {
       await this.release();
     };
   }
+
+  /**
+   * A broker's place in the Redis cluster (MQTT_CLUSTER; null without one): the cluster's
+   * connections, held until `leave`.
+   */
+  async joinCluster(): Promise<{ cluster: RedisCluster; leave(): Promise<void> } | null> {
+    if (!this.clustered) return null;
+    this.brokers++;
+    await this.use();
+    return { cluster: this.cluster!, leave: async () => { this.brokers--; await this.release(); } };
+  }
+
+  /** Brokers in the cluster (they hold its connections open). */
+  private brokers = 0;
 
   /** Registers this process's broker for the rendered changes of every process; returns its removal. */
   async subscribe(handler: RenderedHandler): Promise<() => Promise<void>> {
@@ -131,6 +180,7 @@ export class StaChangeFeed {
 
   /** The LISTEN connection and the interest's refresh run while a renderer or a broker is here. */
   private async use(): Promise<void> {
+    if (this.transport.clusterUrl) this.cluster ??= new RedisCluster(this.transport.clusterUrl, this.clusterLog());
     if (this.databaseUrl && !this.listener) {
       this.listener = listenForNotifications(this.databaseUrl, MQTT_CHANNEL, {
         onNotify: (payload) => {
@@ -147,9 +197,25 @@ export class StaChangeFeed {
     await this.interest.start();
   }
 
+  /** The process's log (tests give one with `warn` alone) with every level the cluster writes at. */
+  private clusterLog(): ClusterLog {
+    const log = this.log as ConnectionLog & Partial<ClusterLog>;
+    return {
+      info: (details, message) => log.info?.(details, message),
+      warn: (details, message) => log.warn(details, message),
+      error: (details, message) => (log.error ?? log.warn).call(log, details, message),
+    };
+  }
+
   private async release(): Promise<void> {
-    if (this.renderers.length > 0 || this.handlers.size > 0) return;
+    if (this.renderers.length > 0 || this.handlers.size > 0 || this.brokers > 0) return;
     this.writer?.close();
+    const publisher = this.publisher;
+    this.publisher = null;
+    await publisher?.close();
+    const cluster = this.cluster;
+    this.cluster = null;
+    await cluster?.close();
     await this.interest.stop();
     const listener = this.listener;
     this.listener = null;

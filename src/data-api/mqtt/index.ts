@@ -50,15 +50,33 @@ export function installMqtt(app: FastifyInstance, ctx: GatewayContext, routes: R
     sockets.handleUpgrade(request, socket, head, (ws) => ready.handle(gracefulStream(ws), request));
   });
 
+  let closing = false;
+  let retry: NodeJS.Timeout | null = null;
+  /** With MQTT_CLUSTER and Redis away at start, the broker starts when Redis is back; HTTP does not wait. */
+  const startBroker = async (): Promise<void> => {
+    try {
+      const started = await createStaBroker(ctx, routes, app.log);
+      if (closing) return void await started.close();
+      broker = started;
+    } catch (error) {
+      if (!ctx.staChanges.clustered || closing) throw error;
+      app.log.error({ err: { message: (error as Error).message } }, 'SensorThings MQTT: the broker could not join its cluster; MQTT clients are refused until it does (retrying)');
+      retry = setTimeout(() => void startBroker().catch(() => {}), 2_000);
+    }
+  };
+
   app.addHook('onReady', async () => {
-    broker = await createStaBroker(ctx, routes, app.log);
+    await startBroker();
     if (options.port === null) return;
     const server = createServer((socket) => {
       // Refused before a byte is read: a connection over a cap costs nothing but its accept.
-      const release = broker && caps.admit(socket.remoteAddress);
+      const release = caps.admit(socket.remoteAddress);
       if (!release) return void socket.destroy();
       socket.once('close', release);
-      broker!.handle(socket);
+      if (broker) return broker.handle(socket);
+      // No broker yet (its cluster is unreachable): CONNACK "server unavailable" to the CONNECT.
+      socket.once('data', () => socket.end(SERVER_UNAVAILABLE_CONNACK));
+      socket.on('error', () => {});
     });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -76,6 +94,8 @@ export function installMqtt(app: FastifyInstance, ctx: GatewayContext, routes: R
   });
 
   app.addHook('preClose', async () => {
+    closing = true;
+    if (retry) clearTimeout(retry);
     const closingTcp = tcp && new Promise<void>((resolve) => tcp!.close(() => resolve()));
     await broker?.close();
     for (const client of sockets.clients) client.terminate();
@@ -84,6 +104,9 @@ export function installMqtt(app: FastifyInstance, ctx: GatewayContext, routes: R
     tcp = null;
   });
 }
+
+/** CONNACK, return code 3: the server is unavailable (MQTT 3.1.1 §3.2.2.3). */
+const SERVER_UNAVAILABLE_CONNACK = Buffer.from([0x20, 0x02, 0x00, 0x03]);
 
 /** How long a closing WebSocket may take to answer the close handshake before it is cut. */
 const CLOSE_HANDSHAKE_MS = 2_000;

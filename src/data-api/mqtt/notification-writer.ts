@@ -34,6 +34,17 @@ export class NotificationWriter {
     return payload;
   }
 
+  /**
+   * A notification that came from another instance of the cluster (its payload is a Buffer of the
+   * cluster's): its bytes are prepared on first use and shared by every subscriber here.
+   */
+  adopt(topic: string, payload: unknown, route: PayloadRoute | undefined): PreparedNotification | undefined {
+    if (!Buffer.isBuffer(payload)) return undefined;
+    let notification = this.prepared.get(payload);
+    if (!notification) this.prepared.set(payload, notification = { route, bytes: encodePublish(topic, payload) });
+    return notification;
+  }
+
   /** The notification a packet aedes forwards carries; undefined for any other packet. */
   of(payload: unknown): PreparedNotification | undefined {
     return Buffer.isBuffer(payload) ? this.prepared.get(payload) : undefined;

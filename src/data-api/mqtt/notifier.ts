@@ -1,9 +1,17 @@
 import type { RenderedChange } from './renderer.js';
-import type { SubscriptionIndex } from './subscriptions.js';
 import { parseTopic, pathsOfChange, routeTopicPrefix, selected, topicsOfPath } from './topics.js';
 
+/** The topics messages are composed for: a broker's own subscribers', or the cluster's (cluster-publisher.ts). */
+export interface WantedTopics {
+  /** Whether any topic of a route (by its prefix) is wanted. */
+  hasUnder(prefix: string): boolean;
+  has(topic: string): boolean;
+  /** The wanted topics that are a resource's topic with a query (`…/Things?$select=name` of `…/Things`). */
+  variantsOf(resource: string): Iterable<string>;
+}
+
 export interface NotifierDeps {
-  subscriptions: SubscriptionIndex;
+  subscriptions: WantedTopics;
   /**
    * Called before each batch of messages goes out, with their topics: brings their subscribers'
    * rights up to date, so that each delivery is then decided at once on current rights. A failure

@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+
 /**
  * Bounds what the broker keeps for a persistent session (clean session 0) whose client is away.
  * Change messages go out at QoS 1, so aedes queues each one for every such session subscribed at
@@ -54,4 +56,36 @@ export class OfflineQueues {
       return false;
     });
   }
+}
+
+/** aedes-persistence-redis's list of what is queued for a client (its key; pinned with the package's version). */
+const queueKeyOf = (clientId: string) => `outgoing:${encodeURIComponent(clientId)}`;
+
+/**
+ * The same bound in the Redis cluster mode, where a session's queue lives in Redis and its client
+ * may be connected to any replica: a message is queued for a session whose queue already holds
+ * `max` messages no more (a connected client's queue empties as it acknowledges; one away keeps
+ * the first `max`). One round trip for the lengths of all sessions a message is queued for.
+ */
+export function boundQueuesInRedis(persistence: EnqueueingPersistence, redis: Redis, max: number, onFull: (clientId: string) => void): void {
+  const combi = persistence.outgoingEnqueueCombi.bind(persistence);
+  /** Sessions found full, logged once until their queue has room again. */
+  const full = new Set<string>();
+  const admit = async (subs: QueuedFor[]): Promise<QueuedFor[]> => {
+    if (subs.length === 0) return subs;
+    const pipeline = redis.pipeline();
+    for (const { clientId } of subs) pipeline.llen(queueKeyOf(clientId));
+    const lengths = (await pipeline.exec()) ?? [];
+    return subs.filter(({ clientId }, at) => {
+      const length = Number(lengths[at]?.[1] ?? 0);
+      if (length < max) return full.delete(clientId) || true;
+      if (!full.has(clientId)) {
+        full.add(clientId);
+        onFull(clientId);
+      }
+      return false;
+    });
+  };
+  persistence.outgoingEnqueueCombi = async (subs, packet) => combi(await admit(subs), packet);
+  persistence.outgoingEnqueue = (sub, packet) => persistence.outgoingEnqueueCombi([sub], packet);
 }

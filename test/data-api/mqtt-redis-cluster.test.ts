@@ -1,0 +1,177 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { MqttClient } from 'mqtt';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { grant, uniqueEmail } from '../helpers/factories.js';
+import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis-server.js';
+import { eventually, freePort, request, startDataApiBeside, type ChildServer } from '../faults/harness.js';
+import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
+
+/**
+ * MQTT_CLUSTER (contract "MQTT across replicas", on a Redis cluster): the brokers of all processes
+ * form one broker as aedes clusters, on a Redis of the test's own. Two gateways of this process are
+ * two brokers of the cluster (each its own aedes instance, its own Redis connections); a data API
+ * process beside it is a third.
+ */
+const MAX_QUEUED = 3;
+const IDENTIFIER_REJECTED = 2;
+const SERVER_UNAVAILABLE = 3;
+
+describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABASE_URL'] && 'needs TEST_DATABASE_URL' }, () => {
+  let redis: TestRedis;
+  let t: TestApp;
+  let dataset: PublishedDataset;
+  let a: { app: FastifyInstance; mqttUrl: string };
+  let b: { app: FastifyInstance; mqttUrl: string };
+  const clients: MqttClient[] = [];
+  const track = (client: MqttClient) => (clients.push(client), client);
+  const things = () => topicOf(dataset.datasetId, dataset.slug, '/Things');
+  const createThing = async (name: string) => {
+    const created = await dataset.request('POST', '/Things', { name, description: 'x' });
+    assert.equal(created.statusCode, 201, created.body);
+    return created.json() as Record<string, unknown>;
+  };
+  /** Every Thing name a client receives on the Things topic, with the QoS it came at. */
+  const record = (client: MqttClient) => {
+    const seen: Array<{ name: string; qos: number }> = [];
+    client.on('message', (topic, payload, packet) => {
+      if (topic === things()) seen.push({ name: JSON.parse(payload.toString('utf8')).name, qos: packet.qos });
+    });
+    return seen;
+  };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+  before(async () => {
+    redis = await startTestRedis();
+    t = await buildTestApp('postgres', { MQTT_CLUSTER: redis.url, MQTT_MAX_QUEUED_MESSAGES: String(MAX_QUEUED), LOG_LEVEL: 'warn' });
+    dataset = await publishStaDataset(t, { openDataAccess: true, slug: 'redis' });
+    a = await mqttGateway(t, { maxQueuedMessages: MAX_QUEUED });
+    b = await mqttGateway(t, { maxQueuedMessages: MAX_QUEUED });
+  });
+  after(async () => {
+    await Promise.all(clients.map((client) => client.endAsync(true).catch(() => {})));
+    await a?.app.close();
+    await b?.app.close();
+    await t?.close();
+    await redis?.kill();
+  });
+
+  test('a change reaches the subscribers of every broker once, at the QoS each asked for, as a GET answers it', async () => {
+    const onA = track(await connect(a.mqttUrl, t.adminToken));
+    const onB = track(await connect(b.mqttUrl, t.adminToken));
+    const seenA = record(onA);
+    const seenB = record(onB);
+    assert.deepEqual(await onA.subscribeAsync(things(), { qos: 1 }), [{ topic: things(), qos: 1 }]);
+    assert.equal(await subscribeOne(onB, things()), 0);
+    const message = nextMessage(onB, things());
+    const created = await createThing('first');
+    await createThing('second');
+    assert.deepEqual(await message, (await dataset.request('GET', `/Things(${created['@iot.id']})`)).json());
+    await eventually('both messages on both brokers', 5_000, () => (seenA.length >= 2 && seenB.length >= 2 ? true : undefined));
+    await settle(); // a second copy would come now
+    assert.deepEqual(seenA, [{ name: 'first', qos: 1 }, { name: 'second', qos: 1 }]);
+    assert.deepEqual(seenB, [{ name: 'first', qos: 0 }, { name: 'second', qos: 0 }]);
+  });
+
+  test('a persistent session that comes back on another broker keeps its subscription and gets what was published meanwhile, up to MQTT_MAX_QUEUED_MESSAGES', async () => {
+    const options = { clientId: `redis-station-${Date.now()}`, clean: false };
+    const first = await connect(a.mqttUrl, t.adminToken, options);
+    assert.deepEqual(await first.subscribeAsync(things(), { qos: 1 }), [{ topic: things(), qos: 1 }]);
+    await first.endAsync();
+    for (const n of [1, 2, 3, 4, 5]) await createThing(`while away ${n}`);
+    await settle();
+
+    // Back on the other broker, without subscribing again: the session is the cluster's.
+    const back = track(await connect(b.mqttUrl, t.adminToken, { ...options, resubscribe: false }));
+    const seen = record(back);
+    await eventually('the queued messages', 5_000, () => (seen.length >= MAX_QUEUED ? true : undefined));
+    await createThing('after the return');
+    await eventually('the message after the return', 5_000, () => (seen.some((m) => m.name === 'after the return') ? true : undefined));
+    await settle();
+    assert.deepEqual(seen, [
+      { name: 'while away 1', qos: 1 }, { name: 'while away 2', qos: 1 }, { name: 'while away 3', qos: 1 },
+      { name: 'after the return', qos: 1 },
+    ]);
+  });
+
+  test('a client id held on one broker is refused to another identity on the other (0x02); its holder keeps receiving', async () => {
+    const reader = (name: string) => grant(t, uniqueEmail(name), ['DATASET_PAYLOAD_READ'], { scopeType: 'DATASET', scopeId: dataset.datasetId });
+    const clientId = `redis-owned-${Date.now()}`;
+    const owner = track(await connect(a.mqttUrl, await reader('owner'), { clientId }));
+    assert.equal(await subscribeOne(owner, things()), 0);
+    await assert.rejects(connect(b.mqttUrl, await reader('intruder'), { clientId }), (error: { code?: number }) => error.code === IDENTIFIER_REJECTED);
+    await assert.rejects(connect(b.mqttUrl, undefined, { clientId }), (error: { code?: number }) => error.code === IDENTIFIER_REJECTED);
+    const received = nextMessage(owner, things());
+    await createThing('still held');
+    assert.equal((await received)['name'], 'still held');
+    assert.ok(owner.connected);
+  });
+
+  test('a process beside this one is a broker of the cluster too: its writes reach subscribers here, and ours its', async () => {
+    let other: ChildServer | null = null;
+    try {
+      const mqttPort = await freePort();
+      const started = await startDataApiBeside(t, { MQTT_PORT: String(mqttPort), DATA_API_URL: t.ctx.config.dataApi.baseUrl, MQTT_CLUSTER: redis.url });
+      other = started.server;
+      const here = track(await connect(a.mqttUrl, t.adminToken));
+      const there = track(await connect(`mqtt://127.0.0.1:${mqttPort}`, t.adminToken));
+      assert.equal(await subscribeOne(here, things()), 0);
+      assert.equal(await subscribeOne(there, things()), 0);
+      // Written here: rendered and published by this process, delivered by the other.
+      const fromHere = nextMessage(there, things(), 10_000);
+      await createThing('written here');
+      assert.equal((await fromHere)['name'], 'written here');
+      // Written there: by the other process, delivered here.
+      const fromThere = nextMessage(here, things(), 10_000);
+      const written = await request(`${started.url}${dataset.base}/Things`, { method: 'POST', token: t.adminToken, body: { name: 'written there', description: 'x' } });
+      assert.equal(written.status, 201, JSON.stringify(written.body));
+      assert.equal((await fromThere)['name'], 'written there');
+    } catch (error) {
+      console.log(other?.lines.join('\n'));
+      throw error;
+    } finally {
+      await other?.kill('SIGTERM');
+    }
+  });
+
+  test('Redis down: clients are disconnected and CONNECTs refused (0x03) within 10 s, HTTP answers; within 15 s of its return the brokers take clients again, by themselves', async () => {
+    const subscriber = track(await connect(a.mqttUrl, t.adminToken));
+    assert.equal(await subscribeOne(subscriber, things()), 0);
+    const dropped = closedByBroker(subscriber, 10_000);
+    const downAt = Date.now();
+    await redis.kill();
+    await dropped;
+    await eventually('a CONNECT refused with 0x03', 10_000 - (Date.now() - downAt), async () => {
+      try {
+        const client = await connect(b.mqttUrl, t.adminToken);
+        await client.endAsync(true);
+        return undefined;
+      } catch (error) {
+        return (error as { code?: number }).code === SERVER_UNAVAILABLE ? true : undefined;
+      }
+    });
+    assert.equal((await dataset.request('GET', '/Things?$top=1')).statusCode, 200);
+    assert.equal((await dataset.request('POST', '/Things', { name: 'while Redis is down', description: 'x' })).statusCode, 201);
+
+    await redis.start();
+    const upAt = Date.now();
+    const back = await eventually('a broker taking clients again', 15_000, async () => {
+      try {
+        return await connect(b.mqttUrl, t.adminToken);
+      } catch {
+        return undefined;
+      }
+    });
+    track(back);
+    assert.ok(Date.now() - upAt < 15_000);
+    assert.equal(await subscribeOne(back, things()), 0);
+    const received = nextMessage(back, things(), 10_000);
+    await eventually('a change announced again', 10_000, async () => {
+      await createThing('after Redis came back');
+      return true;
+    });
+    assert.equal((await received)['name'], 'after Redis came back');
+  });
+});
