@@ -32,9 +32,10 @@ const portsOf = (cluster: number, index: number) => {
 
 /**
  * Starts the idp, then the replicas one after the other (the first migrates the fresh database).
- * `cluster` numbers clusters that run side by side (their ports differ).
+ * `cluster` numbers clusters that run side by side (their ports differ); `env` is added to the
+ * replicas' (MQTT_CLUSTER, for the Redis transport).
  */
-export async function startCluster(cluster: number, distDir: string, databaseUrl: string, replicas: number, workDir: string): Promise<Cluster> {
+export async function startCluster(cluster: number, distDir: string, databaseUrl: string, replicas: number, workDir: string, env: Record<string, string> = {}): Promise<Cluster> {
   const idpPort = 18400 + cluster * 100;
   const idpUrl = `http://127.0.0.1:${idpPort}`;
   const issuer = `${idpUrl}/realms/platform`;
@@ -61,7 +62,7 @@ export async function startCluster(cluster: number, distDir: string, databaseUrl
         command: process.execPath, args: [server, 'all'], serverCommandLine: /node \S*server\.js all/,
         env: {
           ...common, DEV_IDP: 'off', DATABASE_URL: databaseUrl, PORT: String(ports.api), DATA_PORT: String(ports.data), MQTT_PORT: String(ports.mqtt),
-          BASE_URL: api, DATA_API_URL: dataApi,
+          BASE_URL: api, DATA_API_URL: dataApi, ...env,
         },
         readyUrl: `${api}/health/ready`, logFile: join(workDir, `replica-${index}.log`),
       });

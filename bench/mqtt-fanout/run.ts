@@ -7,13 +7,17 @@
  * rates interleaved), timing each message from the POST's 201 to its arrival on another replica.
  * With BENCH_FANOUT_BASELINE=<git revision> that revision is built and run beside this checkout
  * (its own processes and database), the rounds of the two alternating: the figure to beat, on this
- * machine under the same conditions. Writes bench/results-mqtt-fanout.md.
+ * machine under the same conditions. BENCH_FANOUT_TRANSPORTS=postgres,redis runs each build once per
+ * transport the change messages cross the replicas by: the PostgreSQL outbox (the default), or
+ * Redis (MQTT_CLUSTER, on a redis-server of the run's own), interleaved the same way. Writes
+ * bench/results-mqtt-fanout.md.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import mqtt from 'mqtt';
+import { Redis } from 'ioredis';
 import { ADMIN_EMAIL, devToken, REPO_ROOT, SERVER_URL } from '../settings.js';
 import { createDatabase } from '../database.js';
 import { percentile } from '../load.js';
@@ -21,6 +25,7 @@ import { releasedStaDataset } from '../sta/setup.js';
 import { call, until } from '../pipelines/setup.js';
 import { buildRevision, startCluster, type Cluster } from './cluster.js';
 import { FanoutProbe, type RoundResult } from './load.js';
+import { startTestRedis, type TestRedis } from '../../test/helpers/redis-server.js';
 
 const REPLICAS = Number(process.env['BENCH_FANOUT_REPLICAS'] ?? 3);
 const RATES = (process.env['BENCH_FANOUT_RATES'] ?? '200,500,1000').split(',').map(Number);
@@ -30,6 +35,10 @@ const MAX_IN_FLIGHT = Number(process.env['BENCH_FANOUT_MAX_IN_FLIGHT'] ?? 256);
 /** How long a round waits for late messages once nothing new arrives. */
 const SETTLE_MS = Number(process.env['BENCH_FANOUT_SETTLE_MS'] ?? 5000);
 const BASELINE = process.env['BENCH_FANOUT_BASELINE'];
+/** How change messages cross the replicas: the PostgreSQL outbox, or Redis (MQTT_CLUSTER). */
+type Transport = 'postgres' | 'redis';
+const TRANSPORTS = (process.env['BENCH_FANOUT_TRANSPORTS'] ?? 'postgres').split(',') as Transport[];
+if (TRANSPORTS.some((t) => t !== 'postgres' && t !== 'redis')) throw new Error(`BENCH_FANOUT_TRANSPORTS: postgres and/or redis, not ${TRANSPORTS.join(',')}`);
 const say = (message: string) => console.log(`[bench:mqtt-fanout] ${message}`);
 const workDir = mkdtempSync(join(tmpdir(), 'bench-mqtt-fanout-'));
 
@@ -66,9 +75,10 @@ function outboxFigures(before: Counters, after: Counters, created: number, secon
   };
 }
 
-/** One build running: its cluster on a fresh database, subscribed, warmed up, ready for rounds. */
+/** One build on one transport running: its cluster on a fresh database (and Redis), subscribed, warmed up, ready for rounds. */
 interface Prepared {
   label: string;
+  transport: Transport;
   probe: FanoutProbe;
   targets: string[];
   /** Each replica's GET /metrics. */
@@ -77,20 +87,23 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-async function prepare(index: number, label: string, distDir: string): Promise<Prepared> {
+async function prepare(index: number, label: string, distDir: string, transport: Transport): Promise<Prepared> {
   const database = await createDatabase(SERVER_URL, 'bench_mqtt_fanout');
   const logDir = join(workDir, label.replace(/\W+/g, '-'));
   mkdirSync(logDir);
-  say(`${label}: database ${database.name}; ${REPLICAS} replicas; logs in ${logDir}`);
   const subscribers: mqtt.MqttClient[] = [];
   let cluster: Cluster | null = null;
+  let redis: TestRedis | null = null;
   const close = async () => {
     await Promise.all(subscribers.map((client) => client.endAsync(true).catch(() => {})));
     await cluster?.stop();
+    await redis?.kill();
     await database.drop().catch(() => {});
   };
   try {
-    cluster = await startCluster(index, distDir, database.url, REPLICAS, logDir);
+    if (transport === 'redis') redis = await startTestRedis();
+    say(`${label}: database ${database.name}${redis ? `, ${redis.url}` : ''}; ${REPLICAS} replicas; logs in ${logDir}`);
+    cluster = await startCluster(index, distDir, database.url, REPLICAS, logDir, redis ? { MQTT_CLUSTER: redis.url } : {});
     const token = await devToken(cluster.issuer, ADMIN_EMAIL);
     const first = cluster.replicas[0]!;
     const dataset = await releasedStaDataset(first.api, first.dataApi, token, `fan-out ${label}`);
@@ -121,14 +134,26 @@ async function prepare(index: number, label: string, distDir: string): Promise<P
     // Warm-up: the path works on every replica (and the FeatureOfInterest of the Location exists).
     const warm = await probe.round(targets, token, 0, 20, 2, MAX_IN_FLIGHT, SETTLE_MS);
     if (warm.received !== warm.expected) throw new Error(`warm-up: ${warm.received} of ${warm.expected} cross-replica messages arrived`);
-    return { label, probe, targets, token, close, metricsUrls: cluster.replicas.map((replica) => `${replica.api}/metrics`) };
+    // A build that does not know MQTT_CLUSTER would pass through the outbox unnoticed.
+    if (redis && (await redisClients(redis.url)) <= REPLICAS) throw new Error(`${label}: the replicas are not on Redis (does this build know MQTT_CLUSTER?)`);
+    return { label, transport, probe, targets, token, close, metricsUrls: cluster.replicas.map((replica) => `${replica.api}/metrics`) };
   } catch (error) {
     await close();
     throw error;
   }
 }
 
-/** Every round of every rate on each build, interleaved (round, rate, build), so that a busy moment of the machine falls on all builds alike. */
+/** Clients connected to a Redis, this one included. */
+async function redisClients(url: string): Promise<number> {
+  const redis = new Redis(url);
+  try {
+    return Number(/connected_clients:(\d+)/.exec(await redis.info('clients'))?.[1] ?? 0);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Every round of every rate on each run (build, transport), interleaved (round, rate, run), so that a busy moment of the machine falls on all runs alike. */
 async function measure(prepared: Prepared[]): Promise<Map<string, Measured[]>> {
   const measured = new Map(prepared.map((build) => [build.label, [] as Measured[]]));
   const loop = monitorEventLoopDelay({ resolution: 5 });
@@ -138,9 +163,10 @@ async function measure(prepared: Prepared[]): Promise<Map<string, Measured[]>> {
       for (const build of prepared) {
         loop.reset();
         loop.enable();
-        const countersBefore = await outboxCounters(build.metricsUrls);
+        // Redis carries the messages: the outbox counters stay 0 (n/a).
+        const countersBefore = build.transport === 'postgres' ? await outboxCounters(build.metricsUrls) : null;
         const result = await build.probe.round(build.targets, build.token, seq, rate, SECONDS, MAX_IN_FLIGHT, SETTLE_MS);
-        const outbox = outboxFigures(countersBefore, await outboxCounters(build.metricsUrls), Math.round(result.achievedRate * SECONDS), SECONDS);
+        const outbox = countersBefore && outboxFigures(countersBefore, await outboxCounters(build.metricsUrls), Math.round(result.achievedRate * SECONDS), SECONDS);
         loop.disable();
         seq += rate * SECONDS + 1000;
         const benchLoopP99Ms = loop.percentile(99) / 1e6;
@@ -166,16 +192,17 @@ const ms = (sorted: number[], p: number) => (sorted.length === 0 ? 'n/a' : perce
 const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5);
 const range = (values: number[]) => `${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)}`;
 
-/** One table row per rate: the median over rounds of each figure, with the p99's spread. */
+/** One table row per rate: the median over rounds of each figure, with the p50's and p99's spread. */
 function rows(label: string, measured: Measured[]): string[] {
   return RATES.map((rate) => {
     const of = measured.filter((m) => m.rate === rate);
     const figure = (p: number, from: 'fromAnswer' | 'fromSend' = 'fromAnswer') => of.map((m) => percentile(m.result[from], p));
     const received = of.reduce((sum, m) => sum + m.result.received, 0);
     const expected = of.reduce((sum, m) => sum + m.result.expected, 0);
-    return `| ${label} | ${rate} | ${median(of.map((m) => m.result.achievedRate)).toFixed(0)} | ${median(figure(0.5)).toFixed(0)} | ${median(figure(0.95)).toFixed(0)} | `
+    const delivered = received === expected ? 'all' : `**${expected - received} lost**`;
+    return `| ${label} | ${rate} | ${median(of.map((m) => m.result.achievedRate)).toFixed(0)} | ${median(figure(0.5)).toFixed(0)} (${range(figure(0.5))}) | ${median(figure(0.95)).toFixed(0)} | `
       + `**${median(figure(0.99)).toFixed(0)}** (${range(figure(0.99))}) | ${Math.max(...figure(1)).toFixed(0)} | ${median(figure(0.99, 'fromSend')).toFixed(0)} | `
-      + `${received}/${expected} | ${Math.max(...of.map((m) => m.benchLoopP99Ms)).toFixed(0)} | ${outboxColumns(of)} |`;
+      + `${received}/${expected} (${delivered}) | ${Math.max(...of.map((m) => m.benchLoopP99Ms)).toFixed(0)} | ${outboxColumns(of)} |`;
   });
 }
 
@@ -190,7 +217,8 @@ builds.push({ label: 'this checkout', distDir: join(REPO_ROOT, 'dist') });
 const prepared: Prepared[] = [];
 const loadBefore = loadavg()[0]!;
 try {
-  for (const [index, build] of builds.entries()) prepared.push(await prepare(index, build.label, build.distDir));
+  const runs = builds.flatMap((build) => TRANSPORTS.map((transport) => ({ transport, distDir: build.distDir, label: TRANSPORTS.length > 1 ? `${build.label}, ${transport}` : build.label })));
+  for (const [index, run] of runs.entries()) prepared.push(await prepare(index, run.label, run.distDir, run.transport));
   const measured = await measure(prepared);
   for (const build of prepared) lines.push(...rows(build.label, measured.get(build.label)!));
 } finally {
@@ -202,10 +230,12 @@ const header = [
   `${new Date().toISOString()}; ${cpus().length} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; `
   + `${REPLICAS} replicas (\`node dist/server.js all\`) and one \`idp\` on one PostgreSQL database, all on this machine; ${ROUNDS} rounds of ${SECONDS} s per rate, rates interleaved; `
   + `one subscriber per replica on the Datastream's Observations; POSTs round-robin over the replicas, at most ${MAX_IN_FLIGHT} unanswered. `
-  + `The builds ran side by side (each its own processes and database), their rounds interleaved. Load average (1 min) before / after: ${loadBefore.toFixed(1)} / ${loadavg()[0]!.toFixed(1)}.`,
+  + `Change messages across the replicas: ${TRANSPORTS.map((t) => (t === 'redis' ? 'Redis (MQTT_CLUSTER, a redis-server of the run\'s own)' : 'the PostgreSQL outbox')).join('; ')}. `
+  + `The runs (build × transport) ran side by side (each its own processes and database), their rounds interleaved. Load average (1 min) before / after: ${loadBefore.toFixed(1)} / ${loadavg()[0]!.toFixed(1)}.`,
   '', 'Latency: from the 201 answer of the POST (headers received by the writer) to the message\'s arrival at a subscriber on another replica; '
-  + 'negative when the message came before the answer. Figures are the median over rounds; p99 with its spread over rounds; max over all rounds.',
-  '', '| build | rate (POST/s) | created/s | p50 ms | p95 ms | p99 ms (spread) | max ms | p99 from the POST sent, ms | received/expected | bench event loop p99 ms | outbox reads per write per replica (max) | NOTIFY/s per writer (max) |',
+  + 'negative when the message came before the answer. Figures are the median over rounds; p50 and p99 with their spread over rounds; max over all rounds; '
+  + 'received/expected summed over rounds. The outbox columns are n/a where Redis carries the messages.',
+  '', '| run | rate (POST/s) | created/s | p50 ms (spread) | p95 ms | p99 ms (spread) | max ms | p99 from the POST sent, ms | received/expected | bench event loop p99 ms | outbox reads per write per replica (max) | NOTIFY/s per writer (max) |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 writeFileSync(join(REPO_ROOT, 'bench', 'results-mqtt-fanout.md'), `${[...header, ...lines].join('\n')}\n`);

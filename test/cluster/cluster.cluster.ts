@@ -13,6 +13,7 @@ import { failed as failedOutcome, Load, type LoopSpec, type Outcome } from './lo
 import { locateNginx } from './nginx.js';
 import { Platform, unique } from './platform.js';
 import { subscribe, type Subscriber } from './subscribers.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis-server.js';
 
 /**
  * Issue 18, item 3: three replicas of the compiled service on one PostgreSQL behind Debian's
@@ -42,11 +43,14 @@ const MAPPING = { fields: {
 // Node's runner shows a test file's stdout as `# ` diagnostics in its TAP output.
 const report = (line: string) => process.stdout.write(`${line}\n`);
 
-describe('three replicas behind nginx', { skip }, () => {
+// Twice: MQTT across replicas on PostgreSQL alone (the default), then on a Redis cluster (MQTT_CLUSTER,
+// on a Redis of the test's own).
+for (const transport of ['postgres', 'redis'] as const) describe(`three replicas behind nginx (MQTT on ${transport === 'postgres' ? 'PostgreSQL alone' : 'Redis'})`, { skip }, () => {
+  let redis: TestRedis | null = null;
   let cluster: Cluster;
   let platform: Platform;
   let db: pg.Pool;
-  const topicPrefix = `cluster-${Date.now().toString(36)}`;
+  const topicPrefix = `cluster-${transport}-${Date.now().toString(36)}`;
   let datasetId = '';
   let base = '';
   let pipelineId = '';
@@ -57,7 +61,8 @@ describe('three replicas behind nginx', { skip }, () => {
   let failed = false;
 
   before(async () => {
-    cluster = await startCluster({ replicas: 3, serverUrl: serverUrl!, nginxBinary: nginxBinary!, env: { PIPELINE_RECONCILE_MS: '250' } });
+    redis = transport === 'redis' ? await startTestRedis() : null;
+    cluster = await startCluster({ replicas: 3, serverUrl: serverUrl!, nginxBinary: nginxBinary!, env: { PIPELINE_RECONCILE_MS: '250', ...(redis ? { MQTT_CLUSTER: redis.url } : {}) } });
     db = new pg.Pool({ connectionString: cluster.database.url, max: 2 });
     publisher = await mqtt.connectAsync(MQTT_BROKER.url, { protocolVersion: 4 });
   });
@@ -68,6 +73,7 @@ describe('three replicas behind nginx', { skip }, () => {
     await publisher?.endAsync();
     await db?.end();
     await cluster?.close();
+    await redis?.kill();
   });
   /** Runs a step; on failure the replicas' and nginx's log tails are printed at the end. */
   const step = (name: string, body: () => Promise<void>) => it(name, async () => {
