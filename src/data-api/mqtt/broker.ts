@@ -74,12 +74,15 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   // MQTT_CLUSTER: this broker is one of the cluster's (redis-cluster.ts), on Redis once it is up.
   const joined = await ctx.staChanges.joinCluster();
   const cluster = joined?.cluster ?? null;
-  if (cluster && !(await cluster.whenUp(5_000))) {
-    await joined!.leave();
+  let node: Awaited<ReturnType<NonNullable<typeof cluster>['node']>> | null = null;
+  try {
+    if (cluster && !(await cluster.whenUp(5_000))) throw new Error('Redis (MQTT_CLUSTER) is not reachable');
+    node = cluster && await cluster.node({ maxSessionDelivery: ctx.config.mqtt.maxQueuedMessages });
+  } catch (error) {
+    await joined?.leave();
     await store.close();
-    throw new Error('Redis (MQTT_CLUSTER) is not reachable');
+    throw error;
   }
-  const node = (cluster ? await cluster.node({ maxSessionDelivery: ctx.config.mqtt.maxQueuedMessages }) : null);
   let clusterIds: ClusterClientIds | null = null;
   /** Each connection's unique id, which holds its client id in the cluster. */
   const holders = new WeakMap<Client, string>();

@@ -38,6 +38,9 @@ export class ClusterPublisher {
   private aedes: Aedes | null = null;
   private starting: Promise<void> | null = null;
   private downNoted = false;
+  private closed = false;
+  /** Its aedes instance listens and its mirror is loaded: messages may go out. */
+  private ready = false;
 
   constructor(private readonly cluster: RedisCluster, private readonly options: ClusterPublisherOptions) {}
 
@@ -56,7 +59,7 @@ export class ClusterPublisher {
   }
 
   readonly write = async (changes: RenderedChange[]): Promise<void> => {
-    const aedes = this.aedes;
+    const aedes = this.ready ? this.aedes : null;
     if (!aedes || !this.cluster.isUp) {
       if (!this.downNoted) this.options.log.warn({ changes: changes.length }, 'MQTT cluster: Redis is not reachable; changes are not announced until it is');
       this.downNoted = true;
@@ -82,7 +85,13 @@ export class ClusterPublisher {
   };
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.starting?.catch(() => {});
+    await this.teardown();
+  }
+
+  private async teardown(): Promise<void> {
+    this.ready = false;
     const aedes = this.aedes;
     this.aedes = null;
     if (aedes) await new Promise<void>((resolve) => aedes.close(() => resolve()));
@@ -91,11 +100,28 @@ export class ClusterPublisher {
   }
 
   private async open(): Promise<void> {
-    while (!(await this.cluster.whenUp(5_000))) {
-      this.options.log.warn({}, 'MQTT cluster: waiting for Redis before changes can be announced');
+    let waited = 0;
+    while (!(await this.cluster.whenUp(1_000))) {
+      if (this.closed) return;
+      if (++waited % 10 === 0) this.options.log.warn({}, 'MQTT cluster: waiting for Redis before changes can be announced');
     }
     const node = await this.cluster.node({ maxSessionDelivery: this.options.maxQueuedMessages });
     const aedes = new Aedes({ mq: node.mq, persistence: node.persistence as never });
+    // Held from here, so that a failure below (Redis went away again) closes what was opened.
+    this.node = node;
+    this.aedes = aedes;
+    try {
+      await this.listen(aedes, node);
+    } catch (error) {
+      await this.teardown();
+      throw error;
+    }
+    // Closed while it started: close() found nothing to close yet.
+    if (this.closed) await this.teardown();
+    else this.ready = true;
+  }
+
+  private async listen(aedes: Aedes, node: Awaited<ReturnType<RedisCluster['node']>>): Promise<void> {
     (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => this.options.log.warn({ err: { message: error.message } }, 'MQTT cluster: publishing instance error'));
     await aedes.listen();
     boundQueuesInRedis(node.persistence, this.cluster.commands, this.options.maxQueuedMessages,
@@ -106,8 +132,6 @@ export class ClusterPublisher {
       done();
     }, () => resolve()));
     await this.loadStoredSubscriptions();
-    this.node = node;
-    this.aedes = aedes;
   }
 
   private onStoredSubscriptions(topic: string, payload: unknown): void {
