@@ -44,8 +44,9 @@ const MAPPING = { fields: {
 const report = (line: string) => process.stdout.write(`${line}\n`);
 
 // Twice: MQTT across replicas on PostgreSQL alone (the default), then on a Redis cluster (MQTT_CLUSTER,
-// on a Redis of the test's own).
-for (const transport of ['postgres', 'redis'] as const) describe(`three replicas behind nginx (MQTT on ${transport === 'postgres' ? 'PostgreSQL alone' : 'Redis'})`, { skip }, () => {
+// on a Redis of the test's own); CLUSTER_MQTT=redis (or postgres) runs one of them.
+const transports = (process.env['CLUSTER_MQTT'] ?? 'postgres,redis').split(',') as Array<'postgres' | 'redis'>;
+for (const transport of transports) describe(`three replicas behind nginx (MQTT on ${transport === 'postgres' ? 'PostgreSQL alone' : 'Redis'})`, { skip }, () => {
   let redis: TestRedis | null = null;
   let cluster: Cluster;
   let platform: Platform;
@@ -263,13 +264,26 @@ for (const transport of ['postgres', 'redis'] as const) describe(`three replicas
     const created = load.outcomes.filter((o) => o.loop.startsWith('observations-') && o.status === 201);
     const dropped = subscribers.filter((s) => s.drops.length > 0);
     assert.ok(dropped.length > 0, 'some subscriber was connected to the killed replica');
+    // Announced after its commit, a change whose process died in between is not announced (best
+    // effort, as the contract has it): a write the victim answered in its last second may lack its message.
+    const announcedByVictimMaybe = (o: Outcome) => o.endedAt < killedAt && o.endedAt >= killedAt - 1_000;
+    const lacks = (s: Subscriber, since: number) => created.filter((o) => o.startedAt >= since && !s.received.has(o.id as number));
     await waitFor(() => subscribers.every((s) => {
       const since = s.drops.length === 0 ? 0 : s.resubscribedAt.at(-1);
-      return since !== undefined && created.every((o) => o.startedAt < since || s.received.has(o.id as number));
+      return since !== undefined && lacks(s, since).every(announcedByVictimMaybe);
     }) || undefined, {
       what: 'every subscriber to receive what was written after it (re)subscribed', timeoutMs: 10_000, intervalMs: 100,
-      last: () => JSON.stringify(subscribers.map((s) => ({ drops: s.drops.length, back: s.resubscribedAt.length, received: s.received.size }))),
+      // For each subscriber, the Observations it lacks: when each was sent and answered, and which replica stored it, against its reconnection.
+      last: () => JSON.stringify(subscribers.map((s) => {
+        const lacking = lacks(s, s.resubscribedAt.at(-1) ?? 0);
+        return {
+          drops: s.drops.map((at) => at - killedAt), back: s.resubscribedAt.map((at) => at - killedAt), received: s.received.size,
+          lacking: lacking.slice(0, 20).map((o) => ({ id: o.id, sent: o.startedAt - killedAt, answered: o.endedAt - killedAt })),
+        };
+      })),
     });
+    const unannounced = new Set(subscribers.flatMap((s) => lacks(s, s.resubscribedAt.at(-1) ?? 0).map((o) => o.id)));
+    report(`kill -9: ${unannounced.size} Observations answered in the victim's last second were not announced`);
     report(`kill -9: ${dropped.length} of ${subscribers.length} MQTT subscribers were on the killed replica; all reconnected through nginx within ${Math.max(...dropped.map((s) => s.resubscribedAt.at(-1)! - s.drops[0]!))} ms`);
     await Promise.all(subscribers.map((s) => s.client.endAsync(true)));
     subscribers = [];

@@ -200,9 +200,12 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     for (const topic of Object.keys((client as unknown as { subscriptions?: object }).subscriptions ?? {})) subscriptions.add(client.id, topic);
   });
   broker.on('clientDisconnect', (client) => {
-    if (connected.get(client.id) === client) connected.delete(client.id);
-    // A persistent session keeps its subscriptions (aedes queues for it) until it unsubscribes.
-    if (client.clean) subscriptions.removeClient(client.id);
+    const current = connected.get(client.id) === client;
+    if (current) connected.delete(client.id);
+    // A persistent session keeps its subscriptions (aedes queues for it) until it unsubscribes; a
+    // connection that a newer one of its client id replaced leaves the newer one's alone (the
+    // index is by client id: a late close of the old one wiped the new one's subscriptions).
+    if (client.clean && (current || !connected.has(client.id))) subscriptions.removeClient(client.id);
   });
   broker.on('clientError', (client, error) => log.debug({ clientId: client.id, err: { message: error.message } }, 'MQTT client error'));
 

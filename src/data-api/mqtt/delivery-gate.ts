@@ -8,8 +8,10 @@ type LocalEmit = (message: GatedMessage, callback?: (error?: Error) => void) => 
  * which hands each message that Redis brought to its local emit. Here that emit waits, for the
  * messages `gated` picks (SensorThings topics), until `before` brought their subscribers' rights up
  * to date, as the broker's notifier does before it publishes on PostgreSQL alone: a revocation the
- * database knows is never missed by a delivery. Messages arriving in one event-loop turn share one
- * wait, and keep their order; a failed wait withholds them (logged).
+ * database knows is never missed by a delivery. One check runs at a time, for every message that
+ * arrived before it started; what arrives meanwhile waits for the next, all in one (a check per
+ * burst, not per message: checked one batch after another, a busy broker fell seconds behind).
+ * Messages keep their order; a failed check withholds its messages (logged).
  */
 export function gateDeliveries(
   mq: MQEmitter,
@@ -20,24 +22,27 @@ export function gateDeliveries(
   const emitter = mq as unknown as { _emit: LocalEmit };
   const emitHere = emitter._emit.bind(mq);
   let waiting: GatedMessage[] = [];
-  let turn: Promise<void> = Promise.resolve();
+  let checking = false;
   emitter._emit = (message, callback) => {
     if (!gated(message.topic)) return emitHere(message, callback);
-    if (waiting.length === 0) setImmediate(flush);
     waiting.push(message);
     callback?.();
+    if (checking) return;
+    checking = true;
+    setImmediate(() => void drain());
   };
-  const flush = () => {
-    const batch = waiting;
-    waiting = [];
-    turn = turn.then(async () => {
+  const drain = async () => {
+    while (waiting.length > 0) {
+      const batch = waiting;
+      waiting = [];
       try {
         await before(new Set(batch.map((message) => message.topic)));
       } catch (error) {
         log.warn({ err: { message: (error as Error).message }, messages: batch.length }, 'MQTT notifications: subscribers\' rights could not be checked; messages withheld');
-        return;
+        continue;
       }
       for (const message of batch) emitHere(message);
-    });
+    }
+    checking = false;
   };
 }
