@@ -83,9 +83,8 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     await store.close();
     throw error;
   }
+  /** Client ids bound across the cluster's brokers (set once the broker listens, before any client). */
   let clusterIds: ClusterClientIds | null = null;
-  /** Each connection's unique id, which holds its client id in the cluster. */
-  const holders = new WeakMap<Client, string>();
 
   const broker = new Aedes({
     ...(node ? { mq: node.mq, persistence: node.persistence as never } : {}),
@@ -105,12 +104,12 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
         }
         client.conn.once('close', () => clientIds.release(client.id, client));
         if (clusterIds) {
+          // This connection's own id: a binding is released only by the connection that holds it.
           const holder = randomUUID();
           if (!(await clusterIds.claim(client.id, session.identity, holder, !client.clean))) {
             log.info({ clientId: client.id }, 'MQTT CONNECT refused: the client id is held by another identity on another replica');
             return done(refusal(IDENTIFIER_REJECTED, 'the client id is in use by another identity'), false);
           }
-          holders.set(client, holder);
           client.conn.once('close', () => void clusterIds!.release(client.id, holder).catch(() => {}));
           if (client.closed) return done(refusal(SERVER_UNAVAILABLE, 'the connection closed during CONNECT'), false);
         }
@@ -182,9 +181,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     (clientId) => log.info({ clientId, kept: ctx.config.mqtt.maxQueuedMessages }, 'MQTT: a persistent session away holds MQTT_MAX_QUEUED_MESSAGES messages; later ones are not kept for it'));
   // After listen(): aedes opens its persistence there.
   if (!cluster) offline.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
-  if (cluster) {
-    clusterIds = new ClusterClientIds(cluster.commands, broker.id);
-  }
+  if (cluster) clusterIds = new ClusterClientIds(cluster.commands, broker.id);
 
   broker.on('subscribe', (granted, client) => {
     for (const subscription of granted) if ((subscription.qos as number) !== 128) subscriptions.add(client.id, subscription.topic);
