@@ -30,6 +30,24 @@ export interface ClusterPublisherOptions {
  * broadcasts, as every broker's persistence holds them).
  */
 export class ClusterPublisher {
+  /** The topics the burst being composed is wanted on (topicsWanted). */
+  private wanted: WantedTopics = { hasUnder: () => false, has: () => false, variantsOf: () => [] };
+  /** The burst's publications under way. */
+  private published: Promise<void>[] = [];
+  /** Composes each burst for the topics wanted; its messages all go out at once (aedes keeps each topic's in order). */
+  private readonly notifier = new ChangeNotifier({
+    subscriptions: {
+      hasUnder: (prefix) => this.wanted.hasUnder(prefix),
+      has: (topic) => this.wanted.has(topic),
+      variantsOf: (resource) => this.wanted.variantsOf(resource),
+    },
+    log: { warn: (details, message) => this.options.log.warn(details, message), debug: () => {} },
+    unwanted: (count) => this.options.unwanted(count),
+    beforePublish: async () => {},
+    publish: (topic, message) => {
+      if (this.aedes) this.published.push(this.publish(this.aedes, topic, message));
+    },
+  });
   private readonly persistent = new SubscriptionIndex((topic) => {
     const parsed = parseTopic(topic);
     return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
@@ -67,22 +85,23 @@ export class ClusterPublisher {
       return;
     }
     this.downNoted = false;
-    const wanted = await this.topicsWanted(changes);
-    const published: Promise<void>[] = [];
-    const notifier = new ChangeNotifier({
-      subscriptions: wanted, log: { warn: this.options.log.warn, debug: () => {} }, unwanted: this.options.unwanted,
-      beforePublish: async () => {},
-      // All at once: aedes keeps each topic's messages in order (the same Redis writes, on one connection, before each).
-      publish: (topic, message) => published.push(new Promise<void>((resolve) => {
-        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 1, retain: false, dup: false }, (error) => {
-          if (error) this.options.log.warn({ topic, err: { message: error.message } }, 'MQTT cluster: a message could not be published');
-          resolve();
-        });
-      })),
-    });
-    await notifier.deliver(changes);
+    // One burst at a time (the renderer waits for each): its topics, then its messages.
+    this.wanted = await this.topicsWanted(changes);
+    await this.notifier.deliver(changes);
+    const published = this.published;
+    this.published = [];
     await Promise.all(published);
   };
+
+  /** Publishes one message at QoS 1; resolves when aedes has queued and sent it (a failure is logged). */
+  private publish(aedes: Aedes, topic: string, message: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(message), qos: 1, retain: false, dup: false }, (error) => {
+        if (error) this.options.log.warn({ topic, err: { message: error.message } }, 'MQTT cluster: a message could not be published');
+        resolve();
+      });
+    });
+  }
 
   async close(): Promise<void> {
     this.closed = true;
