@@ -97,10 +97,11 @@ export class RedisCluster {
     // Unheard, an 'error' of the emitter's state would end the process; the check reports Redis's state.
     mq.state.on('error', () => {});
     const persistence = new RedisPersistence({ conn, maxSessionDelivery: persistenceOptions.maxSessionDelivery });
-    // aedes 1.2 pipes the retained messages of a SUBSCRIBE as a stream; aedes-persistence-redis 12
-    // answers an async iterable (aedes-persistence's memory store a stream): made a stream here.
-    const retained = persistence.createRetainedStreamCombi.bind(persistence);
-    persistence.createRetainedStreamCombi = (patterns) => Readable.from(retained(patterns));
+    // Retained messages: the service keeps none (every PUBLISH it takes and every notification is
+    // retain 0), so a SUBSCRIBE need not ask Redis for them. Asked, aedes-persistence-redis 12
+    // answers an async iterable where aedes 1.2 pipes a stream without an error handler: a SUBSCRIBE
+    // while Redis went away ended the process.
+    persistence.createRetainedStreamCombi = () => Readable.from([]);
     return {
       mq, persistence,
       close: async () => {
