@@ -48,6 +48,7 @@ export class ClusterPublisher {
       if (this.aedes) this.published.push(this.publish(this.aedes, topic, message));
     },
   });
+  /** The stored subscriptions of persistent sessions (QoS 1), mirrored: followed while their client is away. */
   private readonly persistent = new SubscriptionIndex((topic) => {
     const parsed = parseTopic(topic);
     return parsed && routeTopicPrefix(parsed.datasetId, parsed.slug);
