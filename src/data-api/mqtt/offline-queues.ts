@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { oneAtATime } from '../../util/one-at-a-time.js';
 
 /**
  * Bounds what the broker keeps for a persistent session (clean session 0) whose client is away.
@@ -65,7 +66,9 @@ const queueKeyOf = (clientId: string) => `outgoing:${encodeURIComponent(clientId
  * The same bound in the Redis cluster mode, where a session's queue lives in Redis and its client
  * may be connected to any replica: a message is queued for a session whose queue already holds
  * `max` messages no more (a connected client's queue empties as it acknowledges; one away keeps
- * the first `max`). One round trip for the lengths of all sessions a message is queued for.
+ * the first `max`). One round trip for the lengths of all sessions a message is queued for; the
+ * messages of one process are queued one after another, so the bound is exact for one writing
+ * process (several writing at the same moment may each add one past it).
  */
 export function boundQueuesInRedis(persistence: EnqueueingPersistence, redis: Redis, max: number, onFull: (clientId: string) => void): void {
   const combi = persistence.outgoingEnqueueCombi.bind(persistence);
@@ -86,6 +89,8 @@ export function boundQueuesInRedis(persistence: EnqueueingPersistence, redis: Re
       return false;
     });
   };
-  persistence.outgoingEnqueueCombi = async (subs, packet) => combi(await admit(subs), packet);
+  // Length read and message queued one message at a time: two at once both saw room for one.
+  const inTurn = oneAtATime();
+  persistence.outgoingEnqueueCombi = (subs, packet) => (subs.length === 0 ? combi(subs, packet) : inTurn(async () => combi(await admit(subs), packet)));
   persistence.outgoingEnqueue = (sub, packet) => persistence.outgoingEnqueueCombi([sub], packet);
 }
