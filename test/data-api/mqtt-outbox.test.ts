@@ -153,4 +153,19 @@ describe('MQTT outbox (postgres)', { skip: !process.env['TEST_DATABASE_URL'] && 
     const left = await sql.query('select id from mqtt_outbox where id = any($1::bigint[])', [[old.rows[0].id, fresh.rows[0].id]]);
     assert.deepEqual(left.rows.map((row) => row.id), [fresh.rows[0].id]);
   });
+
+  test('a route another process announces as followed is wanted at once, until a read of mqtt_interest issued after the announcement', async () => {
+    const interest = t.ctx.staChanges.interest;
+    const prefix = `v1/datasets/${dataset.datasetId}/announced/`;
+    assert.equal(interest.wanted(prefix), false);
+    // A read issued before the announcement cannot hold its row: it must not drop what was heard.
+    const readBefore = interest.reload();
+    interest.heardOf(prefix);
+    assert.equal(interest.wanted(prefix), true, 'counted as soon as heard');
+    await readBefore;
+    assert.equal(interest.wanted(prefix), true, 'a read issued before the announcement keeps it');
+    // No process has a row for it (a subscriber that left at once): a later read decides.
+    await interest.reload();
+    assert.equal(interest.wanted(prefix), false, 'a read issued after the announcement decides');
+  });
 });

@@ -126,8 +126,11 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
       const session = sessions.get(client);
       // Wildcards and topics that name no resource get the failure code (0x80) in the SUBACK.
       if (!topic || !session) return done(null, null);
-      access.decide(session, topic.datasetId, topic.slug, 'read').then((decision) => {
-        done(null, decision.outcome === 'allow' && servedHere(decision.route) ? subscription : null);
+      access.decide(session, topic.datasetId, topic.slug, 'read').then(async (decision) => {
+        if (decision.outcome !== 'allow' || !servedHere(decision.route)) return done(null, null);
+        // The writers of every process learn of a route's first subscriber here before its SUBACK.
+        await ctx.staChanges.interest.before(routeTopicPrefix(topic.datasetId, topic.slug));
+        done(null, subscription);
       }, (error: Error) => {
         log.error({ err: { message: error.message } }, 'MQTT SUBSCRIBE: could not authorize');
         done(null, null);

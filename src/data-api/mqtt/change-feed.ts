@@ -13,8 +13,13 @@ export type { StaChange } from './renderer.js';
 /** Takes rendered changes to this process's broker; the next delivery waits for it. */
 export type RenderedHandler = (changes: readonly RenderedChange[]) => Promise<void>;
 
-/** The channel of wake-ups: `rows` (the outbox has new rows), `interest` (a process's routes wanted changed). */
+/**
+ * The channel of wake-ups: `rows` (the outbox has new rows), `interest` (a process's routes wanted
+ * changed), `interest:<prefix>` (a process started to follow the route of that topic prefix).
+ */
 export const MQTT_CHANNEL = 'mqtt_outbox';
+const INTEREST = 'interest';
+const INTEREST_ADDED = 'interest:';
 
 /**
  * Connections of the feed's own (runtime.ts: the broker's kind of pool, two connections), and a
@@ -81,7 +86,7 @@ export class StaChangeFeed {
     const { databaseUrl } = transport;
     this.databaseUrl = databaseUrl;
     const db = () => this.connections().db;
-    this.interest = new RouteInterest(databaseUrl ? db : null, () => this.notify('interest').catch((error: Error) => {
+    this.interest = new RouteInterest(databaseUrl ? db : null, (added) => this.notify(added === undefined ? INTEREST : `${INTEREST_ADDED}${added}`).catch((error: Error) => {
       log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh');
     }), log);
     this.writer = databaseUrl && !transport.clusterUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
@@ -183,9 +188,13 @@ export class StaChangeFeed {
     if (this.transport.clusterUrl) this.cluster ??= new RedisCluster(this.transport.clusterUrl, this.clusterLog());
     if (this.databaseUrl && !this.listener) {
       this.listener = listenForNotifications(this.databaseUrl, MQTT_CHANNEL, {
-        onNotify: (payload) => {
+        onNotify: (payload = '') => {
           if (payload === 'rows') this.reader?.wake();
-          else if (payload === 'interest') void this.interest.reload();
+          else if (payload === INTEREST || payload.startsWith(INTEREST_ADDED)) {
+            // A prefix named is one a process has just started to follow: counted before the read.
+            if (payload !== INTEREST) this.interest.heardOf(payload.slice(INTEREST_ADDED.length));
+            void this.interest.reload();
+          }
         },
         // What was notified while the connection was down: the poll finds the rows, the interest is read again.
         onReconnect: () => {
@@ -239,7 +248,7 @@ export class StaChangeFeed {
    * A wake-up over this process's LISTEN connection when it has one: through the pool, a NOTIFY
    * waited behind every query queued there (seconds in a busy process).
    */
-  private async notify(payload: 'rows' | 'interest'): Promise<void> {
+  private async notify(payload: string): Promise<void> {
     if (!this.databaseUrl) return;
     const sent = this.listener ? await this.listener.notify(payload) : false;
     if (!sent) await sql`select pg_notify(${MQTT_CHANNEL}, ${payload})`.execute(this.connections().db);

@@ -11,11 +11,19 @@ import { forgetInterest, noteInterest, refreshInterest, routesWanted, type Inter
  * process that died is forgotten then) at start, when a process announces a change (NOTIFY), and
  * every REFRESH_MS. This process's own prefixes count at once.
  *
+ * A route's first subscriber is noted and announced before its SUBACK (`before`), and the
+ * announcement names the prefix, which its hearers count at once: a change committed anywhere
+ * after the SUBACK is rendered for it (unless it commits within the NOTIFY's flight to the writer).
+ *
  * On PGlite (one process) there is no table to share: the local prefixes are all there is.
  */
 
 const REFRESH_MS = 10_000;
 const STALE_MS = 30_000;
+/** A prefix noted before its subscription is acknowledged stays noted this long without it. */
+const AHEAD_MS = 5_000;
+/** How long a SUBACK waits for its route to be noted; then it goes out all the same (logged). */
+const AHEAD_WAIT_MS = 2_000;
 
 export interface InterestLog {
   warn(details: object, message: string): void;
@@ -26,6 +34,11 @@ export class RouteInterest {
   /** Per prefix, how many brokers of this process have a subscriber under it (tests run several). */
   private readonly local = new Map<string, number>();
   private cluster = new Set<string>();
+  /** Prefixes this process has a row for, with when it was written ahead of a subscription (0: with one). */
+  private readonly noted = new Map<string, number>();
+  /** Prefixes another process announced, with the number of reads issued before: counted until a later read. */
+  private readonly heard = new Map<string, number>();
+  private readsIssued = 0;
   private timer: NodeJS.Timeout | null = null;
   private started: Promise<void> | null = null;
   /** Notes and removals take turns, so that a prefix added and removed at once ends removed. */
@@ -34,13 +47,39 @@ export class RouteInterest {
   constructor(
     /** The connections its statements use (null on PGlite: nothing to share). */
     private readonly dbOf: (() => Database) | null,
-    /** Tells the other processes that the interest changed (a NOTIFY), after the change committed; never rejects. */
-    private readonly announce: () => Promise<void>,
+    /** Tells the other processes that the interest changed (a NOTIFY naming the prefix it added, if one), after the change committed; never rejects. */
+    private readonly announce: (added?: string) => Promise<void>,
     private readonly log: InterestLog,
   ) {}
 
   wanted(routePrefix: string): boolean {
-    return this.local.has(routePrefix) || this.cluster.has(routePrefix);
+    return this.local.has(routePrefix) || this.cluster.has(routePrefix) || this.heard.has(routePrefix);
+  }
+
+  /**
+   * Before a subscription under `routePrefix` is acknowledged: when this process does not follow
+   * the route yet, notes it and tells the others, waiting at most AHEAD_WAIT_MS. Never rejects.
+   */
+  async before(routePrefix: string): Promise<void> {
+    if (!this.dbOf || this.local.has(routePrefix) || this.noted.has(routePrefix)) return;
+    const db = this.dbOf();
+    const noting = this.inTurn(async () => {
+      if (this.local.has(routePrefix) || this.noted.has(routePrefix)) return;
+      await noteInterest(db, this.processId, routePrefix);
+      this.noted.set(routePrefix, Date.now());
+      await this.announce(routePrefix);
+    }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), AHEAD_WAIT_MS); });
+    if (await Promise.race([noting, waited]) === 'late') {
+      this.log.warn({ routePrefix }, 'MQTT: a subscription is acknowledged before its route could be noted; changes committed meanwhile on other processes may not reach it');
+    }
+    clearTimeout(timer);
+  }
+
+  /** Another process announced that it follows `routePrefix` (its row committed before the NOTIFY). */
+  heardOf(routePrefix: string): void {
+    this.heard.set(routePrefix, this.readsIssued);
   }
 
   /** A broker of this process has its first subscriber under a prefix (`present`), or lost its last. */
@@ -53,8 +92,14 @@ export class RouteInterest {
     const db = this.dbOf();
     void this.inTurn(async () => {
       if (present !== this.local.has(routePrefix)) return; // changed back meanwhile: the next turn does it
+      if (present && this.noted.has(routePrefix)) {
+        this.noted.set(routePrefix, 0); // noted before its SUBACK: now held by its subscriber
+        return;
+      }
       await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
-      await this.announce();
+      if (present) this.noted.set(routePrefix, 0);
+      else this.noted.delete(routePrefix);
+      await this.announce(present ? routePrefix : undefined);
     }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
   };
 
@@ -72,8 +117,11 @@ export class RouteInterest {
   /** Reads the interest of every live process again (on a NOTIFY of a change). */
   async reload(): Promise<void> {
     if (!this.dbOf) return;
+    const issued = ++this.readsIssued;
     try {
       this.cluster = new Set((await routesWanted(this.dbOf(), STALE_MS)).map((row: InterestRow) => row.route_prefix));
+      // What was heard before this read was issued is in its answer (or was forgotten since).
+      for (const [prefix, readsBefore] of this.heard) if (readsBefore < issued) this.heard.delete(prefix);
     } catch (error) {
       this.log.warn({ err: { message: (error as Error).message } }, 'MQTT: could not read which routes have subscribers; keeping the last known');
     }
@@ -85,9 +133,10 @@ export class RouteInterest {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.started = null;
-    if (!this.dbOf || this.local.size === 0) return;
+    if (!this.dbOf || (this.local.size === 0 && this.noted.size === 0)) return;
     const db = this.dbOf();
     this.local.clear();
+    this.noted.clear();
     await this.inTurn(() => forgetInterest(db, this.processId, null)).catch(() => {});
     // Before the feed closes the connections the NOTIFY goes out on.
     await this.announce();
@@ -95,9 +144,15 @@ export class RouteInterest {
 
   private async refresh(): Promise<void> {
     const db = this.dbOf!();
-    if (this.local.size > 0) {
+    if (this.local.size > 0 || this.noted.size > 0) {
       // Re-noted, not only touched: a row lost (a database restored, an UNLOGGED table after a crash) comes back.
-      await this.inTurn(() => refreshInterest(db, this.processId, [...this.local.keys()])).catch((error: Error) =>
+      // A prefix noted ahead of a subscription that never came is dropped once AHEAD_MS passed.
+      await this.inTurn(async () => {
+        for (const [prefix, aheadSince] of this.noted) {
+          if (!this.local.has(prefix) && (aheadSince === 0 || Date.now() - aheadSince > AHEAD_MS)) this.noted.delete(prefix);
+        }
+        await refreshInterest(db, this.processId, [...new Set([...this.local.keys(), ...this.noted.keys()])]);
+      }).catch((error: Error) =>
         this.log.warn({ err: { message: error.message } }, 'MQTT: could not refresh which routes have subscribers here'));
     }
     await this.reload();
