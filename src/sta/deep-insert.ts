@@ -62,7 +62,9 @@ export async function createEntity(w: WriteContext, parsed: ParsedEntity): Promi
   const id = await insertRow(w, entity, assignments);
   recordChange(w, entity, id, 'create');
   await linkToMany(w, entity, id, parsed, false);
-  if (entity === ENTITIES.Observations) await checkObservationResult(w, id, parsed.field);
+  // Only a MultiDatastream's Observation has a result to fit; a Datastream's skips the query, which
+  // would run while the insert holds its stream's row lock (derived.ts), a round trip per write.
+  if (entity === ENTITIES.Observations && linked.has('MultiDatastream')) await checkObservationResult(w, id, parsed.field);
   if (entity === ENTITIES.MultiDatastreams) await checkMultiDatastream(w, id, parsed.field);
   if (entity === ENTITIES.HistoricalLocations) await moveThingToHistoricalLocation(w, id);
   return id;

@@ -180,10 +180,10 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   await broker.listen();
   // What aedes keeps for a persistent session while its client is away is bounded (in a cluster,
   // by the instance that publishes: cluster-publisher.ts).
-  const offline = new OfflineQueues(ctx.config.mqtt.maxQueuedMessages, (clientId) => connected.has(clientId),
+  const offline = cluster ? null : new OfflineQueues(ctx.config.mqtt.maxQueuedMessages, (clientId) => connected.has(clientId),
     (clientId) => log.info({ clientId, kept: ctx.config.mqtt.maxQueuedMessages }, 'MQTT: a persistent session away holds MQTT_MAX_QUEUED_MESSAGES messages; later ones are not kept for it'));
   // After listen(): aedes opens its persistence there.
-  if (!cluster) offline.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
+  offline?.install((broker as unknown as { persistence: EnqueueingPersistence }).persistence);
   if (cluster) clusterIds = new ClusterClientIds(cluster.commands, broker.id);
 
   broker.on('subscribe', (granted, client) => {
@@ -194,7 +194,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   });
   broker.on('client', (client) => {
     connected.set(client.id, client);
-    offline.connected(client.id);
+    offline?.connected(client.id);
     // A persistent session's subscriptions, restored by aedes without a 'subscribe' event (in a
     // cluster, from Redis, after its client last connected to another replica).
     for (const topic of Object.keys((client as unknown as { subscriptions?: object }).subscriptions ?? {})) subscriptions.add(client.id, topic);
@@ -229,40 +229,34 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
     await Promise.all([routes.reloadIfBehind(), access.bringCurrent(subscribers)]);
   };
 
+  /** What stops this broker's deliveries before it closes, and what its transport leaves after. */
+  let stopDelivering: () => Promise<void> | void;
+  let leaveTransport = async () => {};
   if (cluster && node) {
     // Messages from the cluster reach this broker's subscribers after their rights were brought up to date.
     gateDeliveries(node.mq, (topic) => parseTopic(topic) !== null, bringCurrent, log);
-    const stopWatching = cluster.watch((up) => {
+    stopDelivering = cluster.watch((up) => {
       if (up) return;
       // Redis is down: the sessions and deliveries this broker promised do not hold; its clients go.
       for (const client of connected.values()) client.close();
     });
-    return {
-      handle: (stream, request) => {
-        const guarded = new GuardedConnection(stream, ctx.config.mqtt, (details) => log.debug(details, 'MQTT connection closed by a limit'));
-        broker.handle(guarded, request);
-      },
-      close: async () => {
-        stopWatching();
-        await new Promise<void>((resolve) => broker.close(() => resolve()));
-        await clusterIds?.stop();
-        await node.close();
-        await joined!.leave();
-        await store.close();
-      },
+    leaveTransport = async () => {
+      await clusterIds?.stop();
+      await node.close();
+      await joined!.leave();
     };
+  } else {
+    const notifier = new ChangeNotifier({
+      subscriptions, log, unwanted: (count) => ctx.metrics.mqtt.unwanted(count),
+      beforePublish: bringCurrent,
+      publish: (topic, message) => {
+        const payload = outgoing.prepare(topic, message, routeOf(topic));
+        // QoS 1 (contract): each subscription gets it at the QoS it asked for (see authorizeForward).
+        broker.publish({ cmd: 'publish', topic, payload, qos: 1, retain: false, dup: false }, () => {});
+      },
+    });
+    stopDelivering = await ctx.staChanges.subscribe(notifier.deliver);
   }
-
-  const notifier = new ChangeNotifier({
-    subscriptions, log, unwanted: (count) => ctx.metrics.mqtt.unwanted(count),
-    beforePublish: bringCurrent,
-    publish: (topic, message) => {
-      const payload = outgoing.prepare(topic, message, routeOf(topic));
-      // QoS 1 (contract): each subscription gets it at the QoS it asked for (see authorizeForward).
-      broker.publish({ cmd: 'publish', topic, payload, qos: 1, retain: false, dup: false }, () => {});
-    },
-  });
-  const stopFeed = await ctx.staChanges.subscribe(notifier.deliver);
 
   return {
     handle: (stream, request) => {
@@ -270,8 +264,9 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
       broker.handle(guarded, request);
     },
     close: async () => {
-      await stopFeed();
+      await stopDelivering();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
+      await leaveTransport();
       await store.close();
     },
   };

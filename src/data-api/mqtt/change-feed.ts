@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ConnectionLog, Database } from '../../db/client.js';
+import type { Database } from '../../db/client.js';
 import { listenForNotifications, type Listener } from '../../db/notifications.js';
 import type { StaServer } from '../../sta/types.js';
 import { RouteInterest } from './interest.js';
@@ -80,7 +80,7 @@ export class StaChangeFeed {
   constructor(
     private readonly transport: FeedTransport,
     private readonly metrics: MqttFeedMetrics,
-    private readonly log: ConnectionLog,
+    private readonly log: ClusterLog,
     private readonly openStore: () => RenderStore,
   ) {
     const { databaseUrl } = transport;
@@ -133,7 +133,7 @@ export class StaChangeFeed {
     const cluster = this.cluster;
     if (cluster && !this.publisher) {
       const publisher = new ClusterPublisher(cluster, {
-        maxQueuedMessages: this.transport.maxQueuedMessages, unwanted: (count) => this.metrics.unwanted(count), log: this.clusterLog(),
+        maxQueuedMessages: this.transport.maxQueuedMessages, unwanted: (count) => this.metrics.unwanted(count), log: this.log,
       });
       this.publisher = publisher;
       // Ready for the first change when Redis is up; when it is not, the process starts without it.
@@ -185,7 +185,7 @@ export class StaChangeFeed {
 
   /** The LISTEN connection and the interest's refresh run while a renderer or a broker is here. */
   private async use(): Promise<void> {
-    if (this.transport.clusterUrl) this.cluster ??= new RedisCluster(this.transport.clusterUrl, this.clusterLog());
+    if (this.transport.clusterUrl) this.cluster ??= new RedisCluster(this.transport.clusterUrl, this.log);
     if (this.databaseUrl && !this.listener) {
       this.listener = listenForNotifications(this.databaseUrl, MQTT_CHANNEL, {
         onNotify: (payload = '') => {
@@ -204,16 +204,6 @@ export class StaChangeFeed {
       }, this.log);
     }
     await this.interest.start();
-  }
-
-  /** The process's log (tests give one with `warn` alone) with every level the cluster writes at. */
-  private clusterLog(): ClusterLog {
-    const log = this.log as ConnectionLog & Partial<ClusterLog>;
-    return {
-      info: (details, message) => log.info?.(details, message),
-      warn: (details, message) => log.warn(details, message),
-      error: (details, message) => (log.error ?? log.warn).call(log, details, message),
-    };
   }
 
   private async release(): Promise<void> {

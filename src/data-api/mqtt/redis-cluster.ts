@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import MQEmitterRedis from 'mqemitter-redis';
 import RedisPersistence from 'aedes-persistence-redis/asyncPersistence.js';
 import type { MQEmitter } from 'mqemitter';
+import type { EnqueueingPersistence } from './offline-queues.js';
 
 export interface ClusterLog {
   info(details: object, message: string): void;
@@ -13,13 +14,8 @@ export interface ClusterLog {
 /** What one aedes instance of the cluster is built with (aedes's `mq` and `persistence` options). */
 export interface ClusterNode {
   mq: MQEmitter;
-  persistence: ClusterPersistence;
-}
-
-/** The parts of aedes-persistence-redis this service calls itself (aedes calls the rest). */
-export interface ClusterPersistence {
-  outgoingEnqueueCombi(subs: Array<{ clientId: string }>, packet: unknown): Promise<void>;
-  outgoingEnqueue(sub: { clientId: string }, packet: unknown): Promise<void>;
+  /** aedes-persistence-redis; this service calls its enqueue methods itself (aedes calls the rest). */
+  persistence: EnqueueingPersistence;
 }
 
 /** How often Redis is checked, and for how long it must fail before the brokers let their clients go. */
