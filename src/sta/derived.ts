@@ -138,6 +138,9 @@ export async function lockStreams(trx: Database, ctx: SqlContext, datastreamIds:
 /** Whether PostGIS is installed in the database now (the triggers ask at run time: it may come later than the schema). */
 const POSTGIS_INSTALLED = sql`exists (select 1 from pg_extension where extname = 'postgis')`;
 
+/** Per schema: the bounds an insert adds to its streams, until its transaction commits (createTriggers). */
+const STREAM_BOUNDS_PENDING = 'stream_bounds_pending';
+
 /**
  * Adds the stored columns to a schema provisioned before them and fills them, once (a schema that
  * has them is left as it is), then (re)creates the triggers that keep them. Idempotent.
@@ -177,13 +180,20 @@ function textOf(trx: Database, raw: RawBuilder<unknown>): string {
  *    streams deadlocked in the race test); `no key update` does not, and still excludes its like;
  * 2. then, in statements of their own (in READ COMMITTED each gets a fresh snapshot, which sees
  *    whatever a writer that held the lock before committed), adjusts or recomputes the values:
- *    - insert: the bounds widen by the new rows' (least/greatest: no scan); the area is recomputed
- *      only when a new row brings a feature the stream did not observe before: no row of that
- *      stream and feature outside the id range of the new ones (a row inside it that is not new
- *      only costs a needless recompute; a test against the set of new ids was quadratic on a bulk
- *      load, its hash did not fit work_mem). Not an incremental hull (of the stored hull and the new
- *      features): it need not read the same, the stored GeoJSON being rounded to 9 decimals and GEOS
- *      not promising the order of the vertices;
+ *    - insert: as the transaction commits. The statement only notes, per stream and feature of its
+ *      rows, their bounds and id range in STREAM_BOUNDS_PENDING; a deferred trigger there then
+ *      locks each stream (in the order above), widens its bounds by the new rows' (least/greatest:
+ *      no scan), and recomputes its area only when a new row brings a feature the stream did not
+ *      observe before: no row of that stream and feature outside the id range of the new ones (a
+ *      row inside it that is not new only costs a needless recompute; a test against the set of new
+ *      ids was quadratic on a bulk load, its hash did not fit work_mem). Not an incremental hull (of
+ *      the stored hull and the new features): it need not read the same, the stored GeoJSON being
+ *      rounded to 9 decimals and GEOS not promising the order of the vertices. Why at commit: an
+ *      insert that locked its streams at its statement held them until its commit, so every writer
+ *      of a stream waited for the round trips of the one before (its client's next statement, then
+ *      COMMIT), which capped single POSTs into one Datastream at about 250 a second on 2 cores;
+ *      held at the commit alone they wait for that commit only. Inside the writing transaction the
+ *      stored values do not include its own rows yet (nothing reads them there);
  *    - update: the streams of rows whose stream, feature or times changed are recomputed (bounds),
  *      and their area too when a row's stream or feature changed;
  *    - delete: the bounds of the streams are recomputed (one index probe each), the area when a
@@ -210,27 +220,43 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
   const streamsOfChanged = (key: string, columns: string[]) =>
     `select o.${key} from ${changedRows(columns)} union select n.${key} from ${changedRows(columns)}`;
 
-  const onInsert = `
-    ${perStream(({ key }, table) => lock(table, `select ${key} from new_rows`))}
-    ${perStream(({ key }, table) => `
-    update ${table} as s set
-        phenomenon_time_start = least(s.phenomenon_time_start, n.pt_start), phenomenon_time_end = greatest(s.phenomenon_time_end, n.pt_end),
-        result_time_start = least(s.result_time_start, n.rt_start), result_time_end = greatest(s.result_time_end, n.rt_end)
-      from (select ${key} as id, min(phenomenon_time_start) as pt_start, max(phenomenon_time_end) as pt_end,
-                   min(result_time) as rt_start, max(result_time) as rt_end
-              from new_rows where ${key} is not null group by 1) as n
-     where s.id = n.id
-       and (s.phenomenon_time_start, s.phenomenon_time_end, s.result_time_start, s.result_time_end) is distinct from
-           (least(s.phenomenon_time_start, n.pt_start), greatest(s.phenomenon_time_end, n.pt_end),
-            least(s.result_time_start, n.rt_start), greatest(s.result_time_end, n.rt_end));`)}
-    if ${q(POSTGIS_INSTALLED)} then
-      ${perStream(({ key }, table) => `
-      update ${table} as s set ${q(assignArea(ctx, 's', key))}
-       where s.id in (select p.id from (select ${key} as id, feature_of_interest_id as feature, min(id) as first, max(id) as last
-                                          from new_rows where ${key} is not null group by 1, 2) as p
-                       where ${absent(`${observations} as seen where seen.${key} = p.id and seen.feature_of_interest_id = p.feature
-                                         and (seen.id < p.first or seen.id > p.last)`)});`)}
-    end if;`;
+  const pending = q(sql.id(ctx.schema, STREAM_BOUNDS_PENDING));
+  const onInsert = perStream(({ key }) => `
+    insert into ${pending} (multi, stream_id, feature_id, first_id, last_id, pt_start, pt_end, rt_start, rt_end)
+      select ${key === 'multi_datastream_id'}, ${key}, feature_of_interest_id, min(id), max(id),
+             min(phenomenon_time_start), max(phenomenon_time_end), min(result_time), max(result_time)
+        from new_rows where ${key} is not null group by ${key}, feature_of_interest_id;`);
+
+  // At commit, once per transaction (the first of its noted rows does them all; the others find
+  // none left): its streams in lock order, each locked, widened, and its area recomputed when one
+  // of the transaction's features is new to it (no row of that stream and feature outside the ids
+  // the transaction added), which only under the lock sees a concurrent delete's outcome.
+  const atCommit = (key: string, table: string) => `
+        perform 1 from ${table} where id = r.stream_id for no key update;
+        update ${table} as s set
+            phenomenon_time_start = least(s.phenomenon_time_start, r.pt_start), phenomenon_time_end = greatest(s.phenomenon_time_end, r.pt_end),
+            result_time_start = least(s.result_time_start, r.rt_start), result_time_end = greatest(s.result_time_end, r.rt_end)
+         where s.id = r.stream_id
+           and (s.phenomenon_time_start, s.phenomenon_time_end, s.result_time_start, s.result_time_end) is distinct from
+               (least(s.phenomenon_time_start, r.pt_start), greatest(s.phenomenon_time_end, r.pt_end),
+                least(s.result_time_start, r.rt_start), greatest(s.result_time_end, r.rt_end));
+        if postgis and exists (select 1 from ${pending} as p
+                                where p.txid = txid_current() and p.multi = r.multi and p.stream_id = r.stream_id
+                                  and ${absent(`${observations} as seen where seen.${key} = p.stream_id and seen.feature_of_interest_id = p.feature_id
+                                                and (seen.id < p.first_id or seen.id > p.last_id)`)}) then
+          update ${table} as s set ${q(assignArea(ctx, 's', key))} where s.id = r.stream_id;
+        end if;`;
+  const [datastreams, multiDatastreams] = STREAMS.map((stream) => ({ key: stream.key, table: q(tableOf(ctx, stream.entity)) }));
+  const onCommit = `
+    postgis := ${q(POSTGIS_INSTALLED)};
+    for r in select multi, stream_id, min(pt_start) as pt_start, max(pt_end) as pt_end, min(rt_start) as rt_start, max(rt_end) as rt_end
+               from ${pending} where txid = txid_current() group by 1, 2 order by 1, 2
+    loop
+      if r.multi then ${atCommit(multiDatastreams!.key, multiDatastreams!.table)}
+      else ${atCommit(datastreams!.key, datastreams!.table)}
+      end if;
+    end loop;
+    delete from ${pending} where txid = txid_current();`;
 
   const onUpdate = `
     ${perStream(({ key }, table) => lock(table, streamsOfChanged(key, tracked)))}
@@ -275,4 +301,24 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
     await sql.raw(`create or replace trigger ${q(sql.id(trigger.name))} after ${trigger.event} on ${trigger.table}
       referencing ${trigger.referencing} for each statement execute function ${fn(trigger.name)}()`).execute(trx);
   }
+  // Rows noted by the insert trigger, each the bounds of one statement's rows of one stream; none outlives its transaction.
+  await sql.raw(`create unlogged table if not exists ${pending} (
+      txid bigint not null default txid_current(),
+      multi boolean not null,
+      stream_id bigint not null,
+      feature_id bigint,
+      first_id bigint not null,
+      last_id bigint not null,
+      pt_start timestamptz, pt_end timestamptz, rt_start timestamptz, rt_end timestamptz)`).execute(trx);
+  await sql.raw(`create index if not exists stream_bounds_pending_txid on ${pending} (txid)`).execute(trx);
+  await sql.raw(`create or replace function ${fn('stream_bounds_at_commit')}() returns trigger language plpgsql as $derived$
+      declare r record; postgis boolean;
+      begin
+        ${onCommit}
+        return null;
+      end $derived$`).execute(trx);
+  // A constraint trigger cannot be replaced in place.
+  await sql.raw(`drop trigger if exists stream_bounds_at_commit on ${pending}`).execute(trx);
+  await sql.raw(`create constraint trigger stream_bounds_at_commit after insert on ${pending}
+      deferrable initially deferred for each row execute function ${fn('stream_bounds_at_commit')}()`).execute(trx);
 }

@@ -72,3 +72,12 @@ export function closedByBroker(client: MqttClient, ms = 5_000): Promise<void> {
 }
 
 export const topicOf = (datasetId: string, slug: string, path: string) => `v1/datasets/${datasetId}/${slug}${path}`;
+
+/** The name and QoS of each message a client receives on `topic` (an entity with a `name`), in order. */
+export function namesReceived(client: MqttClient, topic: string): Array<{ name: string; qos: number }> {
+  const seen: Array<{ name: string; qos: number }> = [];
+  client.on('message', (received, payload, packet) => {
+    if (received === topic) seen.push({ name: JSON.parse(payload.toString('utf8')).name, qos: packet.qos });
+  });
+  return seen;
+}

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp, databaseKinds, type TestApp } from '../helpers/test-app.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { eventually } from '../faults/harness.js';
-import { connect, mqttGateway, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { connect, mqttGateway, namesReceived, subscribeOne, topicOf } from './mqtt-helpers.js';
 
 /**
  * Change messages are published at QoS 1 and delivered at the QoS each subscription asked for
@@ -25,13 +25,7 @@ for (const kind of databaseKinds(import.meta.url)) {
     const things = () => topicOf(dataset.datasetId, dataset.slug, '/Things');
     const createThing = async (name: string) => assert.equal((await dataset.request('POST', '/Things', { name, description: 'x' })).statusCode, 201);
     /** Every message a client receives on the Things topic: the Thing's name and the QoS it came at. */
-    const record = (client: MqttClient) => {
-      const seen: Array<{ name: string; qos: number }> = [];
-      client.on('message', (topic, payload, packet) => {
-        if (topic === things()) seen.push({ name: JSON.parse(payload.toString('utf8')).name, qos: packet.qos });
-      });
-      return seen;
-    };
+    const record = (client: MqttClient) => namesReceived(client, things());
 
     before(async () => {
       t = await buildTestApp(kind);

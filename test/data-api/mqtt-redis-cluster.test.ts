@@ -7,7 +7,7 @@ import { grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis-server.js';
 import { eventually, freePort, request, startDataApiBeside, type ChildServer } from '../faults/harness.js';
-import { closedByBroker, connect, mqttGateway, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { closedByBroker, connect, mqttGateway, namesReceived, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
 
 /**
  * MQTT_CLUSTER (contract "MQTT across replicas", on a Redis cluster): the brokers of all processes
@@ -34,13 +34,7 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
     return created.json() as Record<string, unknown>;
   };
   /** Every Thing name a client receives on the Things topic (or `on`), with the QoS it came at. */
-  const record = (client: MqttClient, on = things()) => {
-    const seen: Array<{ name: string; qos: number }> = [];
-    client.on('message', (topic, payload, packet) => {
-      if (topic === on) seen.push({ name: JSON.parse(payload.toString('utf8')).name, qos: packet.qos });
-    });
-    return seen;
-  };
+  const record = (client: MqttClient, on = things()) => namesReceived(client, on);
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
   before(async () => {
@@ -188,15 +182,17 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
 
     await redis.start();
     const upAt = Date.now();
-    const back = await eventually('a broker taking clients again', 15_000, async () => {
+    // Every broker, each within 15 s of Redis's return.
+    const backOn = (url: string, which: string) => eventually(`broker ${which} taking clients again`, 15_000 - (Date.now() - upAt), async () => {
       try {
-        return await connect(b.mqttUrl, t.adminToken);
+        return await connect(url, t.adminToken);
       } catch {
         return undefined;
       }
     });
+    const [back, backOnA] = await Promise.all([backOn(b.mqttUrl, 'B'), backOn(a.mqttUrl, 'A')]);
     track(back);
-    assert.ok(Date.now() - upAt < 15_000);
+    track(backOnA);
     assert.equal(await subscribeOne(back, things()), 0);
     const received = nextMessage(back, things(), 10_000);
     await eventually('a change announced again', 10_000, async () => {

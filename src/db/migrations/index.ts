@@ -21,6 +21,7 @@ import * as routeVersionAtCommit from './0021_route_version_at_commit.js';
 import * as datasetCatalogue from './0022_dataset_catalogue.js';
 import * as payloadDataVersions from './0023_payload_data_versions.js';
 import * as mqttOutbox from './0024_mqtt_outbox.js';
+import * as staStreamBoundsAtCommit from './0025_sta_stream_bounds_at_commit.js';
 
 /**
  * Every migration, in order. Listed statically (not read from the folder) so that the same list
@@ -49,4 +50,5 @@ export const migrations: Record<string, Migration> = {
   '0022_dataset_catalogue': datasetCatalogue,
   '0023_payload_data_versions': payloadDataVersions,
   '0024_mqtt_outbox': mqttOutbox,
+  '0025_sta_stream_bounds_at_commit': staStreamBoundsAtCommit,
 };
