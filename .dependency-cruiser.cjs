@@ -35,10 +35,11 @@ const LAYERS = [
  * the same: a reason a reader accepts, in one line, here and in the README's architecture notes.
  */
 const ALLOWED_UPWARD = [
-  // Migrations 0019 and 0020 bring each provisioned dataset's SensorThings tables up to date through
+  // Migrations 0019, 0020 and 0025 bring each provisioned dataset's SensorThings tables up to date through
   // sta/'s one definition of those tables (provisionStorage, idempotent) rather than a frozen copy of its DDL.
   { from: 'src/db/migrations/0019_sta_multi_datastreams.ts', to: 'src/sta/storage.ts' },
   { from: 'src/db/migrations/0020_sta_stored_stream_properties.ts', to: 'src/sta/storage.ts' },
+  { from: 'src/db/migrations/0025_sta_stream_bounds_at_commit.ts', to: 'src/sta/storage.ts' },
 ];
 
 /** The regular expression that matches exactly this path. */

@@ -234,6 +234,48 @@ for (const kind of databaseKinds(import.meta.url)) {
       await check('after the crossed batches');
     });
 
+    test('two statements of one transaction adding the same new feature to a stream recompute its area', async () => {
+      const stream = await newStream('Twice new');
+      const feature = idOf(await ok(sta.request('POST', '/FeaturesOfInterest', place('Twice new', 7, 7))));
+      await observe(stream, { result: 0, phenomenonTime: at(50) });
+      // Each statement's rows see the other's as rows of the same feature outside their own ids: only
+      // the transaction's whole range tells that the feature is new to the stream.
+      const batch = await sta.request('POST', '/$batch', {
+        requests: [0, 1].map((i) => ({
+          id: `o${i}`, atomicityGroup: 'g', method: 'post', url: `Datastreams(${stream})/Observations`,
+          body: { result: i + 1, phenomenonTime: at(51 + i), FeatureOfInterest: { '@iot.id': feature } },
+        })),
+      });
+      assert.equal(batch.statusCode, 200, batch.body);
+      assert.deepEqual(batch.json().responses.map((r: Json) => r.status), [201, 201]);
+      const comparison = await check('after one transaction added a feature twice');
+      if (t.ctx.postgis) assert.match(JSON.stringify((await streamJson(stream)).observedArea), /7/);
+      assert.ok(comparison.observed >= 1);
+    });
+
+    test('an insert committing while a delete holds its stream waits for it, then widens what the delete left', { skip: kind !== 'postgres' && 'needs a second connection' }, async () => {
+      const stream = await newStream('Commit order');
+      const earliest = idOf(await observe(stream, { result: 0, phenomenonTime: at(40) }));
+      await observe(stream, { result: 1, phenomenonTime: at(48) });
+      // The delete's trigger locks the stream and narrows its bounds to what it sees; left open.
+      const other = new pg.Client({ connectionString: t.ctx.databaseUrl! });
+      await other.connect();
+      try {
+        await other.query('begin');
+        await other.query(`delete from ${sql.id(schema, 'observations').compile(t.ctx.db).sql} where id = $1`, [earliest]);
+        // Inside the bounds the delete began from, outside those it leaves: an insert that did not
+        // wait for the delete would see nothing to widen.
+        const inserting = observe(stream, { result: 2, phenomenonTime: at(44) });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await other.query('commit');
+        await inserting;
+      } finally {
+        await other.end();
+      }
+      assert.equal((await streamJson(stream)).phenomenonTime, `${at(44)}/${at(48)}`);
+      await check('after an insert committed across a delete');
+    });
+
     test('concurrent inserts, deletes and moves on the same streams lose no bound and never deadlock', async () => {
       const streamA = await newStream('Race A');
       const streamB = await newStream('Race B');
