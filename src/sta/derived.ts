@@ -180,10 +180,10 @@ function textOf(trx: Database, raw: RawBuilder<unknown>): string {
  *    streams deadlocked in the race test); `no key update` does not, and still excludes its like;
  * 2. then, in statements of their own (in READ COMMITTED each gets a fresh snapshot, which sees
  *    whatever a writer that held the lock before committed), adjusts or recomputes the values:
- *    - insert: as the transaction commits. The statement only notes, per stream of its rows, their
- *      bounds, id range and features in STREAM_BOUNDS_PENDING; a deferred trigger there then locks
- *      the streams (in the order above), widens their bounds by the new rows' (least/greatest: no
- *      scan), and recomputes a stream's area only when a new row brings a feature it did not
+ *    - insert: as the transaction commits. The statement only notes, per stream and feature of its
+ *      rows, their bounds and id range in STREAM_BOUNDS_PENDING; a deferred trigger there then
+ *      locks the streams (in the order above), widens their bounds by the new rows' (least/greatest:
+ *      no scan), and recomputes a stream's area only when a new row brings a feature it did not
  *      observe before: no row of that stream and feature outside the id range of the new ones (a
  *      row inside it that is not new only costs a needless recompute; a test against the set of new
  *      ids was quadratic on a bulk load, its hash did not fit work_mem). Not an incremental hull (of
@@ -222,39 +222,44 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
 
   const pending = q(sql.id(ctx.schema, STREAM_BOUNDS_PENDING));
   const onInsert = perStream(({ key }) => `
-    insert into ${pending} (multi, stream_id, first_id, last_id, features, pt_start, pt_end, rt_start, rt_end)
-      select ${key === 'multi_datastream_id'}, ${key}, min(id), max(id), array_agg(distinct feature_of_interest_id),
+    insert into ${pending} (multi, stream_id, feature_id, first_id, last_id, pt_start, pt_end, rt_start, rt_end)
+      select ${key === 'multi_datastream_id'}, ${key}, feature_of_interest_id, min(id), max(id),
              min(phenomenon_time_start), max(phenomenon_time_end), min(result_time), max(result_time)
-        from new_rows where ${key} is not null group by ${key};`);
+        from new_rows where ${key} is not null group by ${key}, feature_of_interest_id;`);
 
-  // At commit, once per transaction: the first of its noted rows does them all (the others find
-  // none left). Set-based, as the statements were: each kind of stream locked in id order, widened,
-  // and its area recomputed where a feature is new to it: no row of that stream and feature outside
-  // the ids the transaction added to it (under the lock, which sees a concurrent delete's outcome).
-  const mine = (multi: boolean) => `${pending} where txid = txid_current() and multi = ${multi}`;
+  // At commit, once per transaction (the first of its noted rows does them all; the others find
+  // none left): its streams in lock order, each locked, widened, and its area recomputed when one
+  // of the transaction's features is new to it: no row of that stream and feature outside the ids
+  // the whole transaction added with that feature (per statement, two statements adding one new
+  // feature each saw the other's rows), which only under the lock sees a concurrent delete's outcome.
+  // A loop of statements with the stream's id, not set-based ones over the noted rows: measured
+  // interleaved, the set-based form created 5-8 % fewer single POSTs a second into one Datastream.
+  const atCommit = (key: string, table: string) => `
+        perform 1 from ${table} where id = r.stream_id for no key update;
+        update ${table} as s set
+            phenomenon_time_start = least(s.phenomenon_time_start, r.pt_start), phenomenon_time_end = greatest(s.phenomenon_time_end, r.pt_end),
+            result_time_start = least(s.result_time_start, r.rt_start), result_time_end = greatest(s.result_time_end, r.rt_end)
+         where s.id = r.stream_id
+           and (s.phenomenon_time_start, s.phenomenon_time_end, s.result_time_start, s.result_time_end) is distinct from
+               (least(s.phenomenon_time_start, r.pt_start), greatest(s.phenomenon_time_end, r.pt_end),
+                least(s.result_time_start, r.rt_start), greatest(s.result_time_end, r.rt_end));
+        if with_postgis and exists (
+             select 1 from (select feature_id, min(first_id) as first_id, max(last_id) as last_id from ${pending}
+                             where txid = txid_current() and multi = r.multi and stream_id = r.stream_id group by 1) as p
+              where ${absent(`${observations} as seen where seen.${key} = r.stream_id and seen.feature_of_interest_id = p.feature_id
+                                and (seen.id < p.first_id or seen.id > p.last_id)`)}) then
+          update ${table} as s set ${q(assignArea(ctx, 's', key))} where s.id = r.stream_id;
+        end if;`;
+  const [datastreams, multiDatastreams] = STREAMS.map((stream) => ({ key: stream.key, table: q(tableOf(ctx, stream.entity)) }));
   const onCommit = `
-    if not exists (select 1 from ${pending} where txid = txid_current()) then return null; end if;
-    ${perStream(({ key }, table) => `
-    if exists (select 1 from ${mine(key === 'multi_datastream_id')}) then
-    ${lock(table, `select stream_id from ${mine(key === 'multi_datastream_id')}`)}
-    update ${table} as s set
-        phenomenon_time_start = least(s.phenomenon_time_start, n.pt_start), phenomenon_time_end = greatest(s.phenomenon_time_end, n.pt_end),
-        result_time_start = least(s.result_time_start, n.rt_start), result_time_end = greatest(s.result_time_end, n.rt_end)
-      from (select stream_id as id, min(pt_start) as pt_start, max(pt_end) as pt_end, min(rt_start) as rt_start, max(rt_end) as rt_end
-              from ${mine(key === 'multi_datastream_id')} group by 1) as n
-     where s.id = n.id
-       and (s.phenomenon_time_start, s.phenomenon_time_end, s.result_time_start, s.result_time_end) is distinct from
-           (least(s.phenomenon_time_start, n.pt_start), greatest(s.phenomenon_time_end, n.pt_end),
-            least(s.result_time_start, n.rt_start), greatest(s.result_time_end, n.rt_end));
-    if ${q(POSTGIS_INSTALLED)} then
-      update ${table} as s set ${q(assignArea(ctx, 's', key))}
-       where s.id in (select m.id from (select stream_id as id, min(first_id) as first, max(last_id) as last
-                                          from ${mine(key === 'multi_datastream_id')} group by 1) as m
-                        join (select distinct stream_id as id, unnest(features) as feature from ${mine(key === 'multi_datastream_id')}) as f on f.id = m.id
-                       where ${absent(`${observations} as seen where seen.${key} = m.id and seen.feature_of_interest_id = f.feature
-                                         and (seen.id < m.first or seen.id > m.last)`)});
-    end if;
-    end if;`)}
+    with_postgis := ${q(POSTGIS_INSTALLED)};
+    for r in select multi, stream_id, min(pt_start) as pt_start, max(pt_end) as pt_end, min(rt_start) as rt_start, max(rt_end) as rt_end
+               from ${pending} where txid = txid_current() group by 1, 2 order by 1, 2
+    loop
+      if r.multi then ${atCommit(multiDatastreams!.key, multiDatastreams!.table)}
+      else ${atCommit(datastreams!.key, datastreams!.table)}
+      end if;
+    end loop;
     delete from ${pending} where txid = txid_current();`;
 
   const onUpdate = `
@@ -305,12 +310,13 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
       txid bigint not null default txid_current(),
       multi boolean not null,
       stream_id bigint not null,
+      feature_id bigint,
       first_id bigint not null,
       last_id bigint not null,
-      features bigint[] not null,
       pt_start timestamptz, pt_end timestamptz, rt_start timestamptz, rt_end timestamptz)`).execute(trx);
   await sql.raw(`create index if not exists stream_bounds_pending_txid on ${pending} (txid)`).execute(trx);
   await sql.raw(`create or replace function ${fn('stream_bounds_at_commit')}() returns trigger language plpgsql as $derived$
+      declare r record; with_postgis boolean;
       begin
         ${onCommit}
         return null;
