@@ -243,6 +243,7 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
            and (s.phenomenon_time_start, s.phenomenon_time_end, s.result_time_start, s.result_time_end) is distinct from
                (least(s.phenomenon_time_start, r.pt_start), greatest(s.phenomenon_time_end, r.pt_end),
                 least(s.result_time_start, r.rt_start), greatest(s.result_time_end, r.rt_end));
+        if with_postgis is null then with_postgis := ${q(POSTGIS_INSTALLED)}; end if;
         if with_postgis and exists (
              select 1 from (select feature_id, min(first_id) as first_id, max(last_id) as last_id from ${pending}
                              where txid = txid_current() and multi = r.multi and stream_id = r.stream_id group by 1) as p
@@ -251,8 +252,8 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
           update ${table} as s set ${q(assignArea(ctx, 's', key))} where s.id = r.stream_id;
         end if;`;
   const [datastreams, multiDatastreams] = STREAMS.map((stream) => ({ key: stream.key, table: q(tableOf(ctx, stream.entity)) }));
+  // The transaction's later firings find nothing: one empty read each (a bulk insert notes a row per stream and feature).
   const onCommit = `
-    with_postgis := ${q(POSTGIS_INSTALLED)};
     for r in select multi, stream_id, min(pt_start) as pt_start, max(pt_end) as pt_end, min(rt_start) as rt_start, max(rt_end) as rt_end
                from ${pending} where txid = txid_current() group by 1, 2 order by 1, 2
     loop
@@ -260,7 +261,7 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
       else ${atCommit(datastreams!.key, datastreams!.table)}
       end if;
     end loop;
-    delete from ${pending} where txid = txid_current();`;
+    if found then delete from ${pending} where txid = txid_current(); end if;`;
 
   const onUpdate = `
     ${perStream(({ key }, table) => lock(table, streamsOfChanged(key, tracked)))}
@@ -305,7 +306,7 @@ async function createTriggers(trx: Database, ctx: SqlContext): Promise<void> {
     await sql.raw(`create or replace trigger ${q(sql.id(trigger.name))} after ${trigger.event} on ${trigger.table}
       referencing ${trigger.referencing} for each statement execute function ${fn(trigger.name)}()`).execute(trx);
   }
-  // Rows noted by the insert trigger, each the bounds of one statement's rows of one stream; none outlives its transaction.
+  // Rows noted by the insert trigger, each the bounds and ids of one statement's rows of one stream and feature; none outlives its transaction.
   await sql.raw(`create unlogged table if not exists ${pending} (
       txid bigint not null default txid_current(),
       multi boolean not null,

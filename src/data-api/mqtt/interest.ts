@@ -34,8 +34,8 @@ export class RouteInterest {
   /** Per prefix, how many brokers of this process have a subscriber under it (tests run several). */
   private readonly local = new Map<string, number>();
   private cluster = new Set<string>();
-  /** Prefixes this process has a row for, with when it was written ahead of a subscription (0: with one). */
-  private readonly noted = new Map<string, number>();
+  /** Prefixes noted before a subscription's SUBACK whose subscriber has not arrived yet, with when. */
+  private readonly ahead = new Map<string, number>();
   /** Prefixes another process announced, with the number of reads issued before: counted until a later read. */
   private readonly heard = new Map<string, number>();
   private readsIssued = 0;
@@ -61,12 +61,12 @@ export class RouteInterest {
    * the route yet, notes it and tells the others, waiting at most AHEAD_WAIT_MS. Never rejects.
    */
   async before(routePrefix: string): Promise<void> {
-    if (!this.dbOf || this.local.has(routePrefix) || this.noted.has(routePrefix)) return;
+    if (!this.dbOf || this.local.has(routePrefix) || this.ahead.has(routePrefix)) return;
     const db = this.dbOf();
     const noting = this.inTurn(async () => {
-      if (this.local.has(routePrefix) || this.noted.has(routePrefix)) return;
+      if (this.local.has(routePrefix) || this.ahead.has(routePrefix)) return;
       await noteInterest(db, this.processId, routePrefix);
-      this.noted.set(routePrefix, Date.now());
+      this.ahead.set(routePrefix, Date.now());
       await this.announce(routePrefix);
     }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
     let timer: NodeJS.Timeout | undefined;
@@ -92,13 +92,9 @@ export class RouteInterest {
     const db = this.dbOf();
     void this.inTurn(async () => {
       if (present !== this.local.has(routePrefix)) return; // changed back meanwhile: the next turn does it
-      if (present && this.noted.has(routePrefix)) {
-        this.noted.set(routePrefix, 0); // noted before its SUBACK: now held by its subscriber
-        return;
-      }
+      // Noted before its SUBACK: the row is there, now held by its subscriber.
+      if (present && this.ahead.delete(routePrefix)) return;
       await (present ? noteInterest(db, this.processId, routePrefix) : forgetInterest(db, this.processId, routePrefix));
-      if (present) this.noted.set(routePrefix, 0);
-      else this.noted.delete(routePrefix);
       await this.announce(present ? routePrefix : undefined);
     }).catch((error: Error) => this.log.warn({ err: { message: error.message } }, 'MQTT: could not note which routes have subscribers here; other processes learn it at their next refresh'));
   };
@@ -133,10 +129,10 @@ export class RouteInterest {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.started = null;
-    if (!this.dbOf || (this.local.size === 0 && this.noted.size === 0)) return;
+    if (!this.dbOf || (this.local.size === 0 && this.ahead.size === 0)) return;
     const db = this.dbOf();
     this.local.clear();
-    this.noted.clear();
+    this.ahead.clear();
     await this.inTurn(() => forgetInterest(db, this.processId, null)).catch(() => {});
     // Before the feed closes the connections the NOTIFY goes out on.
     await this.announce();
@@ -144,14 +140,12 @@ export class RouteInterest {
 
   private async refresh(): Promise<void> {
     const db = this.dbOf!();
-    if (this.local.size > 0 || this.noted.size > 0) {
+    if (this.local.size > 0 || this.ahead.size > 0) {
       // Re-noted, not only touched: a row lost (a database restored, an UNLOGGED table after a crash) comes back.
       // A prefix noted ahead of a subscription that never came is dropped once AHEAD_MS passed.
       await this.inTurn(async () => {
-        for (const [prefix, aheadSince] of this.noted) {
-          if (!this.local.has(prefix) && (aheadSince === 0 || Date.now() - aheadSince > AHEAD_MS)) this.noted.delete(prefix);
-        }
-        await refreshInterest(db, this.processId, [...new Set([...this.local.keys(), ...this.noted.keys()])]);
+        for (const [prefix, since] of this.ahead) if (Date.now() - since > AHEAD_MS) this.ahead.delete(prefix);
+        await refreshInterest(db, this.processId, [...new Set([...this.local.keys(), ...this.ahead.keys()])]);
       }).catch((error: Error) =>
         this.log.warn({ err: { message: error.message } }, 'MQTT: could not refresh which routes have subscribers here'));
     }
