@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { Type, type Static } from 'typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { parseRedisAddress, RedisAddressError, type RedisAddress } from './util/redis-address.js';
 
 // ajv-formats ships CommonJS; under NodeNext its default export is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -125,10 +126,10 @@ export interface Config {
   /**
    * The SensorThings MQTT broker's TCP port (null: MQTT_PORT=off; the WebSocket path stays), and its
    * limits: packet bytes before CONNACK (`maxConnectBytes`) and after, the CONNECT deadline, and the
-   * connections it accepts in all and per client address; `cluster`: the Redis URL its brokers
-   * cluster on (MQTT_CLUSTER), null on PostgreSQL alone.
+   * connections it accepts in all and per client address; `cluster`: the Redis its brokers cluster
+   * on (MQTT_CLUSTER: a server, or a master found through Sentinel), null on PostgreSQL alone.
    */
-  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number; maxQueuedMessages: number; cluster: string | null };
+  mqtt: { port: number | null; maxConnectBytes: number; maxPacketBytes: number; connectTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number; maxQueuedMessages: number; cluster: RedisAddress | null };
   /**
    * `upstreamUrl`: the SensorThings service every STA named API without its own upstream proxies to
    * (null: our own server). `upstreamOrigins`: the origins a named API's `upstreamUrl` may name
@@ -356,19 +357,15 @@ function isProxyAddress(text: string): boolean {
   return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
 }
 
-/** A redis:// or rediss:// URL (ioredis reads its host, port, password and database from it). */
-function parseMqttCluster(value: string | undefined): string | null {
+/** One Redis server's URL, or a Sentinel deployment's address list (util/redis-address.ts). */
+function parseMqttCluster(value: string | undefined): RedisAddress | null {
   if (value === undefined || value.trim() === '') return null;
-  let url: URL;
   try {
-    url = new URL(value.trim());
-  } catch {
-    throw new ConfigError('Invalid configuration: MQTT_CLUSTER must be a redis:// or rediss:// URL');
+    return parseRedisAddress(value);
+  } catch (error) {
+    if (!(error instanceof RedisAddressError)) throw error;
+    throw new ConfigError(`Invalid configuration: MQTT_CLUSTER ${error.message}`);
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw new ConfigError(`Invalid configuration: MQTT_CLUSTER must be a redis:// or rediss:// URL (got the scheme ${JSON.stringify(url.protocol.replace(/:$/, ''))})`);
-  }
-  return value.trim();
 }
 
 function parseMqttPort(value: string): number | null {

@@ -85,7 +85,7 @@ export async function createContext(config: Config, target?: DatabaseTarget, log
     const callers = new CallerCache(db, undefined, (error) => log.warn({ err: { message: error.message } }, 'could not record the last use of a personal access token'));
     const metrics = new Metrics(db);
     // Its renders read through a pool of their own too (see openBrokerStore below).
-    const staChanges = new StaChangeFeed({ databaseUrl: where.url, clusterUrl: config.mqtt.cluster, maxQueuedMessages: config.mqtt.maxQueuedMessages }, metrics.mqtt, ingestLogOf(log), () => openBrokerStore(log));
+    const staChanges = new StaChangeFeed({ databaseUrl: where.url, cluster: config.mqtt.cluster, maxQueuedMessages: config.mqtt.maxQueuedMessages }, metrics.mqtt, ingestLogOf(log), () => openBrokerStore(log));
     const postgis = await enablePostgis(db, where.url !== null, log);
     const sta = createStaServer({
       db, postgis, limits: config.dataApi.limits, onChange: (change) => staChanges.announce(change),

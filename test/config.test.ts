@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { describeRedisAddress } from '../src/util/redis-address.js';
 
 /** The contract's "Processes, hosts and configuration": defaults, derived values, one clear error. */
 
@@ -224,6 +225,41 @@ describe('configuration', () => {
         assert.doesNotMatch(error.message, /hunter2/);
         return true;
       });
+    });
+  });
+  describe('MQTT_CLUSTER', () => {
+    it('is unset by default: PostgreSQL alone', () => {
+      assert.equal(loadConfig({}).mqtt.cluster, null);
+    });
+
+    it('takes one server by its redis:// or rediss:// URL', () => {
+      assert.deepEqual(loadConfig({ MQTT_CLUSTER: 'redis://:secret@redis.internal:6380/2' }).mqtt.cluster, { kind: 'server', url: 'redis://:secret@redis.internal:6380/2' });
+      assert.deepEqual(loadConfig({ MQTT_CLUSTER: ' rediss://cache.example:6380 ' }).mqtt.cluster, { kind: 'server', url: 'rediss://cache.example:6380' });
+    });
+
+    it('takes a Sentinel deployment: the sentinels\' addresses (port 26379 unless given), the master\'s name, its database and credentials', () => {
+      assert.deepEqual(loadConfig({ MQTT_CLUSTER: 'redis-sentinel://app:p%40ss@s1.internal,s2.internal:26380,[::1]:26381/mqtt-master/3?sentinelPassword=watch' }).mqtt.cluster, {
+        kind: 'sentinel',
+        sentinels: [{ host: 's1.internal', port: 26379 }, { host: 's2.internal', port: 26380 }, { host: '::1', port: 26381 }],
+        name: 'mqtt-master', db: 3, username: 'app', password: 'p@ss', sentinelPassword: 'watch', tls: false,
+      });
+      assert.deepEqual(loadConfig({ MQTT_CLUSTER: 'rediss-sentinel://:secret@10.0.0.5/mymaster' }).mqtt.cluster, {
+        kind: 'sentinel', sentinels: [{ host: '10.0.0.5', port: 26379 }], name: 'mymaster', db: 0, username: null, password: 'secret', sentinelPassword: null, tls: true,
+      });
+    });
+
+    it('refuses anything else with one line naming MQTT_CLUSTER', () => {
+      for (const value of [
+        'localhost:6379', 'http://redis:6379', 'redis-sentinel://s1:26379', 'redis-sentinel://s1:26379/', 'redis-sentinel://s1:99999/m',
+        'redis-sentinel://s1 s2/m', 'redis-sentinel://s1/m/x', 'redis-sentinel://s1/m?password=x', 'redis-sentinel://s1/%zz',
+        `redis-sentinel://${Array.from({ length: 17 }, (_, i) => `s${i}`).join(',')}/m`,
+      ]) assertRejects({ MQTT_CLUSTER: value }, 'MQTT_CLUSTER');
+    });
+
+    it('is logged without its passwords', () => {
+      const sentinel = loadConfig({ MQTT_CLUSTER: 'redis-sentinel://app:hunter2@s1,s2:26380/m?sentinelPassword=watch' }).mqtt.cluster!;
+      assert.equal(describeRedisAddress(sentinel), 'redis-sentinel://***@s1:26379,s2:26380/m/0');
+      assert.equal(describeRedisAddress(loadConfig({ MQTT_CLUSTER: 'redis://:hunter2@r:6379' }).mqtt.cluster!), 'redis://:***@r:6379');
     });
   });
 });

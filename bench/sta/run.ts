@@ -25,6 +25,8 @@ import { renderResults, renderSummary, type ReadResult, type StaReport, type Wri
 const root = REPO_ROOT;
 const OBSERVATIONS = Number(process.env['BENCH_STA_OBSERVATIONS'] ?? 1_000_000);
 const LOG_LEVEL = benchLogLevel('info');
+/** `BENCH_CPU_PROF=<dir>`: the server runs with `node --cpu-prof`, its profile written there when it stops. */
+const CPU_PROF = process.env['BENCH_CPU_PROF'];
 const WARMUP = 2;
 const SQL_RUNS = 15;
 const DATASTREAMS = 100;
@@ -201,7 +203,7 @@ async function main() {
   let server: ServerProcess | null = null;
   try {
     server = await startServer({
-      command: process.execPath, args: ['dist/server.js', 'all'], serverCommandLine: /^\S*node dist\/server\.js/,
+      command: process.execPath, args: [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), 'dist/server.js', 'all'], serverCommandLine: /^\S*node .*dist\/server\.js/,
       env: serverEnv({ DATABASE_URL: database.url }), readyUrl: `${API}/health/ready`, logFile,
     });
     running = server;

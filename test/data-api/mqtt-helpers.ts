@@ -18,7 +18,11 @@ export async function mqttGateway(t: TestApp, mqttSettings: Partial<Config['mqtt
   return { app, mqttUrl: `mqtt://127.0.0.1:${port}`, port };
 }
 
-/** Connects as MQTT 3.1.1; the token is the password (the username is ignored), none is anonymous. */
+/**
+ * Connects as MQTT 3.1.1; the token is the password (the username is ignored), none is anonymous.
+ * Rejects when the connection closes before its CONNACK too (a broker that hangs up, the connect
+ * timeout): mqtt.js's promise would otherwise wait for a retry that `reconnectPeriod: 0` never makes.
+ */
 export function connect(url: string, token?: string, options: mqtt.IClientOptions = {}): Promise<MqttClient> {
   return mqtt.connectAsync(url, {
     protocolVersion: 4,
@@ -26,7 +30,7 @@ export function connect(url: string, token?: string, options: mqtt.IClientOption
     connectTimeout: 5_000,
     ...(token === undefined ? {} : { username: 'ignored', password: token }),
     ...options,
-  });
+  }, false);
 }
 
 /** The QoS granted for one topic (128: refused). */

@@ -201,4 +201,29 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
     });
     assert.equal((await received)['name'], 'after Redis came back');
   });
+  test('a broker stopping while Redis is away closes at once, and nothing it leaves rejects unheard', async () => {
+    const stopping = await mqttGateway(t, { maxQueuedMessages: MAX_QUEUED });
+    try {
+      // On the cluster: it takes clients.
+      track(await eventually('the new broker taking clients', 15_000, async () => connect(stopping.mqttUrl, t.adminToken).catch(() => undefined)));
+      await redis.kill();
+      // Its connections between two reconnections.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const unheard: unknown[] = [];
+      const hear = (reason: unknown) => unheard.push(reason);
+      process.on('unhandledRejection', hear);
+      const startedAt = Date.now();
+      try {
+        await stopping.app.close();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        process.off('unhandledRejection', hear);
+      }
+      // It hung on mqemitter-redis's QUITs (Fastify gave up on it after 10 s), and the refused QUITs rejected unheard.
+      assert.ok(Date.now() - startedAt < 5_000, `closing took ${Date.now() - startedAt} ms`);
+      assert.deepEqual(unheard.map(String), []);
+    } finally {
+      await redis.start();
+    }
+  });
 });

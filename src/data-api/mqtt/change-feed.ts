@@ -7,6 +7,7 @@ import { OutboxReader, OutboxWriter, type OutboxMetrics } from './outbox.js';
 import { ChangeRenderer, type RenderedChange, type RendererDeps, type StaChange } from './renderer.js';
 import { RedisCluster, type ClusterLog } from './redis-cluster.js';
 import { ClusterPublisher } from './cluster-publisher.js';
+import type { RedisAddress } from '../../util/redis-address.js';
 
 export type { StaChange } from './renderer.js';
 
@@ -40,8 +41,8 @@ export interface MqttFeedMetrics extends OutboxMetrics {
 /** Where rendered changes travel: the outbox (PostgreSQL alone, the default), or the Redis cluster (MQTT_CLUSTER). */
 export interface FeedTransport {
   databaseUrl: string | null;
-  /** MQTT_CLUSTER: a Redis URL; null on PostgreSQL alone. */
-  clusterUrl: string | null;
+  /** MQTT_CLUSTER: where the cluster's Redis is; null on PostgreSQL alone. */
+  cluster: RedisAddress | null;
   /** MQTT_MAX_QUEUED_MESSAGES, which the cluster's queues are held to. */
   maxQueuedMessages: number;
 }
@@ -89,12 +90,12 @@ export class StaChangeFeed {
     this.interest = new RouteInterest(databaseUrl ? db : null, (added) => this.notify(added === undefined ? INTEREST : `${INTEREST_ADDED}${added}`).catch((error: Error) => {
       log.warn({ err: { message: error.message } }, 'MQTT: could not tell the other processes which routes have subscribers here; they read it at their next refresh');
     }), log);
-    this.writer = databaseUrl && !transport.clusterUrl ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
+    this.writer = databaseUrl && !transport.cluster ? new OutboxWriter(db, () => this.notify('rows'), metrics, log) : null;
   }
 
   /** Whether brokers take their messages from the Redis cluster (MQTT_CLUSTER) rather than from subscribe(). */
   get clustered(): boolean {
-    return this.transport.clusterUrl !== null;
+    return this.transport.cluster !== null;
   }
 
   private connections(): RenderStore {
@@ -185,7 +186,7 @@ export class StaChangeFeed {
 
   /** The LISTEN connection and the interest's refresh run while a renderer or a broker is here. */
   private async use(): Promise<void> {
-    if (this.transport.clusterUrl) this.cluster ??= new RedisCluster(this.transport.clusterUrl, this.log);
+    if (this.transport.cluster) this.cluster ??= new RedisCluster(this.transport.cluster, this.log);
     if (this.databaseUrl && !this.listener) {
       this.listener = listenForNotifications(this.databaseUrl, MQTT_CHANNEL, {
         onNotify: (payload = '') => {

@@ -4,6 +4,7 @@ import MQEmitterRedis from 'mqemitter-redis';
 import RedisPersistence from 'aedes-persistence-redis/asyncPersistence.js';
 import type { MQEmitter } from 'mqemitter';
 import type { EnqueueingPersistence } from './offline-queues.js';
+import { describeRedisAddress, type RedisAddress } from '../../util/redis-address.js';
 
 export interface ClusterLog {
   info(details: object, message: string): void;
@@ -45,7 +46,7 @@ export class RedisCluster {
   private readonly watchers = new Set<(up: boolean) => void>();
   private checking = false;
 
-  constructor(private readonly url: string, private readonly log: ClusterLog) {
+  constructor(private readonly address: RedisAddress, private readonly log: ClusterLog) {
     this.commands = this.connect();
     this.timer = setInterval(() => void this.check(), CHECK_EVERY_MS);
     this.timer.unref();
@@ -89,9 +90,21 @@ export class RedisCluster {
       for (const connection of [subConn, pubConn, conn]) connection.disconnect();
       throw error;
     }
-    const mq = MQEmitterRedis({ subConn, pubConn }) as unknown as MQEmitter & { state: NodeJS.EventEmitter };
+    const mq = MQEmitterRedis({ subConn, pubConn }) as unknown as MQEmitter & { state: NodeJS.EventEmitter; _close(done: () => void): void };
     // Unheard, an 'error' of the emitter's state would end the process; the check reports Redis's state.
     mq.state.on('error', () => {});
+    // mqemitter-redis closes with a QUIT on each connection and waits for both to end. Between two
+    // reconnections (Redis away, a failover under way) a connection refuses the QUIT (no offline
+    // queue) and never ends, so the broker's close hung; a QUIT in flight when the socket closed
+    // rejected with nobody to hear it, which ends this process. A broker that stops needs neither
+    // connection again: both are closed at once, then the emitter itself (`_close`, the plain
+    // emitter's close that mqemitter-redis calls after its QUITs).
+    mq.close = (done?: () => void) => {
+      subConn.disconnect();
+      pubConn.disconnect();
+      mq._close(done ?? (() => {}));
+      return mq;
+    };
     const persistence = new RedisPersistence({ conn, maxSessionDelivery: persistenceOptions.maxSessionDelivery });
     // Retained messages: the service keeps none (every PUBLISH it takes and every notification is
     // retain 0), so a SUBSCRIBE need not ask Redis for them. Asked, aedes-persistence-redis 12
@@ -122,7 +135,7 @@ export class RedisCluster {
       retryStrategy: (times) => Math.min(times * 100, 1_000),
       connectTimeout: 5_000,
     };
-    const connection = new Redis(this.url, options);
+    const connection = this.address.kind === 'server' ? new Redis(this.address.url, options) : new Redis({ ...options, ...sentinelOptions(this.address) });
     // Each failure to connect is an 'error' here; the check logs the state once.
     connection.on('error', () => {});
     connection.on('end', () => this.connections.delete(connection));
@@ -165,8 +178,8 @@ export class RedisCluster {
 
   private change(up: boolean): void {
     this.up = up;
-    if (up) this.log.info({ cluster: redactedUrl(this.url) }, 'MQTT cluster: Redis is reachable; the broker accepts clients');
-    else this.log.error({ cluster: redactedUrl(this.url) }, 'MQTT cluster: Redis is unreachable; MQTT clients are refused and disconnected until it is back (HTTP is unaffected; changes committed meanwhile are not announced)');
+    if (up) this.log.info({ cluster: describeRedisAddress(this.address) }, 'MQTT cluster: Redis is reachable; the broker accepts clients');
+    else this.log.error({ cluster: describeRedisAddress(this.address) }, 'MQTT cluster: Redis is unreachable; MQTT clients are refused and disconnected until it is back (HTTP is unaffected; changes committed meanwhile are not announced)');
     for (const watcher of [...this.watchers]) watcher(up);
   }
 }
@@ -187,13 +200,24 @@ function readyWithin(connection: Redis, ms: number): Promise<void> {
   });
 }
 
-/** The URL without its password, for logs. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'redis://…';
-  }
+/**
+ * ioredis's options for a master found through Sentinel: it asks the sentinels for the master's
+ * address at every (re)connection, so a connection lost with a failed master comes back on the
+ * replica the sentinels promoted, as after a Redis that came back. A master demoted while alive (a
+ * switchover) answers writes READONLY: that reconnects too. (ioredis's `failoverDetector` would
+ * hear the switch from the sentinels, on connections of its own that outlive a `quit` and report
+ * every failed reconnection to a sentinel as an unhandled error.)
+ */
+function sentinelOptions(address: Extract<RedisAddress, { kind: 'sentinel' }>): RedisOptions {
+  return {
+    sentinels: address.sentinels,
+    name: address.name,
+    db: address.db,
+    ...(address.username ? { username: address.username } : {}),
+    ...(address.password ? { password: address.password } : {}),
+    ...(address.sentinelPassword ? { sentinelPassword: address.sentinelPassword } : {}),
+    ...(address.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+    sentinelRetryStrategy: (times) => Math.min(times * 100, 1_000),
+    reconnectOnError: (error) => error.message.startsWith('READONLY'),
+  };
 }
