@@ -203,15 +203,16 @@ async function main() {
     '|---|---|---:|---:|---:|---:|',
     ...[...cells.values()].map((cell) => `| ${cell.label.replaceAll('|', ', ')} | ${cell.runs.map((run) => run.perSecond.toFixed(0)).join(', ')} | ${rate(cell.label).toFixed(0)} | ${median(cell.runs.map((run) => run.p50Ms)).toFixed(1)} | ${median(cell.runs.map((run) => run.p99Ms)).toFixed(1)} | ${median(cell.frontCpuMsPerRequest).toFixed(2)} |`),
     '',
-    '| ratio (median req/s) | value | target ≥ 0.95 |',
+    // Issue 33's targets: the gateway ≥ 0.85 × nginx to the same workers, a token ≥ 0.95 × anonymous.
+    '| ratio (median req/s) | value | target |',
     '|---|---:|---|',
   ];
   for (const connections of CONNECTIONS) for (const format of FORMATS) for (const v of started.variants) {
-    const ratios: Array<[string, number]> = [
-      [`${v.name} (token, closed) ÷ nginx, ${format}, ${connections} conn.`, rate(`${connections}|${format}|closed token|${v.name}`) / rate(`${connections}|${format}|closed|nginx`)],
-      [`${v.name} token ÷ anonymous (open), ${format}, ${connections} conn.`, rate(`${connections}|${format}|open token|${v.name}`) / rate(`${connections}|${format}|open anonymous|${v.name}`)],
+    const ratios: Array<[string, number, number]> = [
+      [`${v.name} (token, closed) ÷ nginx, ${format}, ${connections} conn.`, rate(`${connections}|${format}|closed token|${v.name}`) / rate(`${connections}|${format}|closed|nginx`), 0.85],
+      [`${v.name} token ÷ anonymous (open), ${format}, ${connections} conn.`, rate(`${connections}|${format}|open token|${v.name}`) / rate(`${connections}|${format}|open anonymous|${v.name}`), 0.95],
     ];
-    for (const [what, value] of ratios) if (Number.isFinite(value)) lines.push(`| ${what} | ${value.toFixed(3)} | ${value >= 0.95 ? 'met' : '**missed**'} |`);
+    for (const [what, value, target] of ratios) if (Number.isFinite(value)) lines.push(`| ${what} | ${value.toFixed(3)} | ≥ ${target}: ${value >= target ? 'met' : '**missed**'} |`);
   }
   const text = `${lines.join('\n')}\n`;
   console.log(`\n${text}`);
