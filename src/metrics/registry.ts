@@ -168,6 +168,7 @@ export class MqttMetrics {
   readonly #rowsRead: Counter;
   readonly #unwanted: Counter;
   readonly #lag: Gauge;
+  readonly #clusterLag: Gauge;
 
   constructor(registry: Registry) {
     const counter = (name: string, help: string) => new Counter({ name, help, registers: [registry] });
@@ -179,6 +180,11 @@ export class MqttMetrics {
     this.#lag = new Gauge({
       name: 'mqtt_outbox_lag_seconds',
       help: 'How far this process\'s broker was behind the outbox at its last read: the age of the oldest row it read then (0 when it found none new).',
+      registers: [registry],
+    });
+    this.#clusterLag = new Gauge({
+      name: 'mqtt_cluster_delivery_lag_seconds',
+      help: 'MQTT_CLUSTER: how far this process\'s broker was behind the messages Redis brought it, at its last delivery: the age of the oldest one it delivered then (its subscribers\' rights are brought up to date first).',
       registers: [registry],
     });
   }
@@ -199,5 +205,9 @@ export class MqttMetrics {
 
   unwanted(count: number): void {
     this.#unwanted.inc(count);
+  }
+
+  clusterDelivered(lagSeconds: number): void {
+    this.#clusterLag.set(lagSeconds);
   }
 }

@@ -128,6 +128,8 @@ describe('MQTT outbox (postgres)', { skip: !process.env['TEST_DATABASE_URL'] && 
     assert.ok((await metric('mqtt_outbox_read_rows_total')) >= 120);
     assert.ok((await metric('mqtt_outbox_notifies_total')) >= 1);
     assert.ok((await metric('mqtt_outbox_lag_seconds')) >= 0);
+    // The cluster's gauge is MQTT_CLUSTER's alone.
+    assert.equal(await metric('mqtt_cluster_delivery_lag_seconds'), 0);
   });
 
   test('a writer wakes the readers at most once per 10 ms, however fast it writes', async () => {

@@ -36,6 +36,11 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
   /** Every Thing name a client receives on the Things topic (or `on`), with the QoS it came at. */
   const record = (client: MqttClient, on = things()) => namesReceived(client, on);
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+  const metric = async (name: string) => {
+    const line = (await t.app.inject({ method: 'GET', url: '/metrics' })).body.split('\n').find((l) => l.startsWith(`${name} `));
+    assert.ok(line, `${name} in /metrics`);
+    return Number(line.split(' ')[1]);
+  };
 
   before(async () => {
     redis = await startTestRedis();
@@ -67,6 +72,11 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
     await settle(); // a second copy would come now
     assert.deepEqual(seenA, [{ name: 'first', qos: 1 }, { name: 'second', qos: 1 }]);
     assert.deepEqual(seenB, [{ name: 'first', qos: 0 }, { name: 'second', qos: 0 }]);
+    // How far the brokers were behind Redis at their last delivery: measured (a burst waits at
+    // least a turn of the event loop for its rights check), and small; there is no outbox.
+    const lag = await metric('mqtt_cluster_delivery_lag_seconds');
+    assert.ok(lag > 0 && lag < 5, `mqtt_cluster_delivery_lag_seconds ${lag}`);
+    assert.equal(await metric('mqtt_outbox_read_rows_total'), 0);
   });
 
   test('a persistent session that comes back on another broker keeps its subscription and gets what was published meanwhile, up to MQTT_MAX_QUEUED_MESSAGES', async () => {

@@ -234,7 +234,7 @@ export async function createStaBroker(ctx: GatewayContext, routes: RouteTable, l
   let leaveTransport = async () => {};
   if (cluster && node) {
     // Messages from the cluster reach this broker's subscribers after their rights were brought up to date.
-    gateDeliveries(node.mq, (topic) => parseTopic(topic) !== null, bringCurrent, log);
+    gateDeliveries(node.mq, (topic) => parseTopic(topic) !== null, bringCurrent, log, (lag) => ctx.metrics.mqtt.clusterDelivered(lag));
     stopDelivering = cluster.watch((up) => {
       if (up) return;
       // Redis is down: the sessions and deliveries this broker promised do not hold; its clients go.

@@ -11,20 +11,25 @@ type LocalEmit = (message: GatedMessage, callback?: (error?: Error) => void) => 
  * database knows is never missed by a delivery. One check runs at a time, for every message that
  * arrived before it started; what arrives meanwhile waits for the next, all in one (a check per
  * burst, not per message: checked one batch after another, a busy broker fell seconds behind).
- * Messages keep their order; a failed check withholds its messages (logged).
+ * Messages keep their order; a failed check withholds its messages (logged). `delivered` hears,
+ * after each burst, how long its oldest message waited here (the broker's lag behind Redis).
  */
 export function gateDeliveries(
   mq: MQEmitter,
   gated: (topic: string) => boolean,
   before: (topics: Set<string>) => Promise<void>,
   log: { warn(details: object, message: string): void },
+  delivered: (lagSeconds: number) => void = () => {},
 ): void {
   const emitter = mq as unknown as { _emit: LocalEmit };
   const emitHere = emitter._emit.bind(mq);
   let waiting: GatedMessage[] = [];
+  /** When the oldest waiting message arrived. */
+  let oldestAt = 0;
   let checking = false;
   emitter._emit = (message, callback) => {
     if (!gated(message.topic)) return emitHere(message, callback);
+    if (waiting.length === 0) oldestAt = performance.now();
     waiting.push(message);
     callback?.();
     if (checking) return;
@@ -34,6 +39,7 @@ export function gateDeliveries(
   const drain = async () => {
     while (waiting.length > 0) {
       const batch = waiting;
+      const arrivedAt = oldestAt;
       waiting = [];
       try {
         await before(new Set(batch.map((message) => message.topic)));
@@ -42,6 +48,7 @@ export function gateDeliveries(
         continue;
       }
       for (const message of batch) emitHere(message);
+      delivered((performance.now() - arrivedAt) / 1000);
     }
     checking = false;
   };
