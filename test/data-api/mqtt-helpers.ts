@@ -4,6 +4,8 @@ import { buildDataApiApp } from '../../src/data-api/gateway.app.js';
 import type { Config } from '../../src/config.js';
 import { freePort } from '../faults/harness.js';
 import type { TestApp } from '../helpers/test-app.js';
+import type { PublishedDataset } from '../helpers/sta-dataset.js';
+import assert from 'node:assert/strict';
 
 /**
  * A gateway of the test's context with the MQTT broker on a free TCP port (t.dataApi() opens none);
@@ -84,4 +86,14 @@ export function namesReceived(client: MqttClient, topic: string): Array<{ name: 
     if (received === topic) seen.push({ name: JSON.parse(payload.toString('utf8')).name, qos: packet.qos });
   });
   return seen;
+}
+
+/** The topic of a dataset's Things (its MQTT API's `v1.1/Things`). */
+export const thingsTopicOf = (dataset: PublishedDataset) => topicOf(dataset.datasetId, dataset.slug, '/Things');
+
+/** Creates a Thing through the dataset's API (201 asserted) and answers it as created. */
+export async function createThingIn(dataset: PublishedDataset, name: string): Promise<Record<string, unknown>> {
+  const created = await dataset.request('POST', '/Things', { name, description: 'x' });
+  assert.equal(created.statusCode, 201, created.body);
+  return created.json() as Record<string, unknown>;
 }

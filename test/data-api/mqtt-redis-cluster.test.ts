@@ -7,7 +7,7 @@ import { grant, uniqueEmail } from '../helpers/factories.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis-server.js';
 import { eventually, freePort, request, startDataApiBeside, type ChildServer } from '../faults/harness.js';
-import { closedByBroker, connect, mqttGateway, namesReceived, nextMessage, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { closedByBroker, connect, createThingIn, mqttGateway, namesReceived, nextMessage, subscribeOne, thingsTopicOf, topicOf } from './mqtt-helpers.js';
 
 /**
  * MQTT_CLUSTER (contract "MQTT across replicas", on a Redis cluster): the brokers of all processes
@@ -27,12 +27,8 @@ describe('MQTT on a Redis cluster (postgres)', { skip: !process.env['TEST_DATABA
   let b: { app: FastifyInstance; mqttUrl: string };
   const clients: MqttClient[] = [];
   const track = (client: MqttClient) => (clients.push(client), client);
-  const things = () => topicOf(dataset.datasetId, dataset.slug, '/Things');
-  const createThing = async (name: string) => {
-    const created = await dataset.request('POST', '/Things', { name, description: 'x' });
-    assert.equal(created.statusCode, 201, created.body);
-    return created.json() as Record<string, unknown>;
-  };
+  const things = () => thingsTopicOf(dataset);
+  const createThing = (name: string) => createThingIn(dataset, name);
   /** Every Thing name a client receives on the Things topic (or `on`), with the QoS it came at. */
   const record = (client: MqttClient, on = things()) => namesReceived(client, on);
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));

@@ -6,7 +6,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { publishStaDataset, type PublishedDataset } from '../helpers/sta-dataset.js';
 import { probe, startTestRedis, startTestSentinel, type TestRedis, type TestSentinel } from '../helpers/redis-server.js';
 import { eventually } from '../faults/harness.js';
-import { connect, mqttGateway, namesReceived, subscribeOne, topicOf } from './mqtt-helpers.js';
+import { connect, createThingIn, mqttGateway, namesReceived, subscribeOne, thingsTopicOf } from './mqtt-helpers.js';
 
 /**
  * MQTT_CLUSTER=redis-sentinel://… (contract "MQTT across replicas": a Sentinel address list is
@@ -26,11 +26,8 @@ describe('MQTT on a Redis found through Sentinel (postgres)', { skip: !process.e
   let b: { app: FastifyInstance; mqttUrl: string };
   const clients: MqttClient[] = [];
   const track = (client: MqttClient) => (clients.push(client), client);
-  const things = () => topicOf(dataset.datasetId, dataset.slug, '/Things');
-  const createThing = async (name: string) => {
-    const created = await dataset.request('POST', '/Things', { name, description: 'x' });
-    assert.equal(created.statusCode, 201, created.body);
-  };
+  const things = () => thingsTopicOf(dataset);
+  const createThing = (name: string) => createThingIn(dataset, name);
 
   before(async () => {
     master = await startTestRedis();
